@@ -1,0 +1,63 @@
+"""`bench`: fixed positions searched to a fixed node budget, like Stockfish's bench.
+
+The node totals are deterministic for a given backend and budget (no time
+limit is involved), so they double as a quick regression signature; the nps
+figures are what the README quotes.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Optional
+
+import chess
+
+from engine.backends import NATURAL_SEARCH, build_evaluator, build_search
+from search.base import SearchControl
+
+#: A spread of openings, middlegames and endgames (the first ones of Stockfish's bench set).
+BENCH_FENS = [
+    chess.STARTING_FEN,
+    "r3k2r/2pb1ppp/2pp1q2/p7/1nP1B3/1P2P3/P2N1PPP/R2QK2R w KQkq a6 0 14",
+    "4rrk1/2p1b1p1/p1p3q1/4p3/2P2n1p/1P1NR2P/PB3PP1/3R1QK1 b - - 2 24",
+    "r3qbrk/6p1/2b2pPp/p3pP1Q/PpPpP2P/3P1B2/2PB3K/R5R1 w - - 16 42",
+    "6k1/1R3p2/6p1/2Bp3p/3P2q1/P7/1P2rQ1K/5R2 b - - 4 44",
+    "8/8/1p2k1p1/3p3p/1p1P1P1P/1P2PK2/8/8 w - - 3 54",
+    "7r/2p3k1/1p1p1qp1/1P1Bp3/p1P2r1P/P7/4R3/Q4RK1 w - - 0 36",
+    "r1bq1rk1/pp2b1pp/n1pp1n2/3P1p2/2P1p3/2N1P2N/PP2BPPP/R1BQ1RK1 b - - 2 10",
+    "3r3k/2r4p/1p1b3q/p4P2/P2Pp3/1B2P3/3BQ1RP/6K1 w - - 3 87",
+    "2r4r/1p4k1/1Pnp4/3Qb1pq/8/4BpPp/5P2/2RR1BK1 w - - 0 42",
+    "4q1bk/6b1/7p/p1p4p/PNPpP2P/KN4P1/3Q4/4R3 b - - 0 37",
+    "8/8/2p5/1p1k4/1P1Pp3/2K1P3/8/8 w - - 0 1",
+]
+
+#: Nodes per position for each search (its nodes are not comparable across searches).
+DEFAULT_NODES = {"alphabeta": 20000, "puct": 800, "comparison": 5000}
+
+
+def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: Optional[str] = None,
+              nodes: Optional[int] = None, out: Callable[[str], None] = print) -> tuple[int, float]:
+    """Search every bench position; prints per-position lines and a summary; returns (nodes, seconds)."""
+    search_name = search_name or NATURAL_SEARCH[evaluator_name]
+    evaluator = build_evaluator(evaluator_name, weights)
+    search = build_search(search_name, evaluator)
+    budget = nodes or DEFAULT_NODES[search_name]
+    total_nodes, total_time = 0, 0.0
+    for index, fen in enumerate(BENCH_FENS, 1):
+        search.new_game()
+        evaluator.new_game()
+        control = SearchControl(max_nodes=budget)
+        started = time.perf_counter()
+        result = search.search(chess.Board(fen), control, lambda info: None)
+        elapsed = time.perf_counter() - started
+        total_nodes += search.nodes
+        total_time += elapsed
+        out(f"info string position {index}/{len(BENCH_FENS)} nodes {search.nodes} "
+            f"bestmove {result.best_move.uci() if result.best_move else '0000'}")
+    nps = int(total_nodes / total_time) if total_time else 0
+    out(f"info string bench {evaluator_name}+{search_name} nodes-per-position {budget}")
+    out("===========================")
+    out(f"Total time (ms) : {int(total_time * 1000)}")
+    out(f"Nodes searched  : {total_nodes}")
+    out(f"Nodes/second    : {nps}")
+    return total_nodes, total_time

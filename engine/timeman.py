@@ -1,0 +1,63 @@
+"""Time allocation from the UCI clock parameters.
+
+The goal is never to lose on time: the hard limit always leaves the move
+overhead plus a safety fraction of the remaining clock untouched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass
+class GoParams:
+    """The parameters of a UCI `go` command (times in milliseconds)."""
+
+    wtime: Optional[int] = None
+    btime: Optional[int] = None
+    winc: int = 0
+    binc: int = 0
+    movestogo: Optional[int] = None
+    movetime: Optional[int] = None
+    depth: Optional[int] = None
+    nodes: Optional[int] = None
+    mate: Optional[int] = None
+    infinite: bool = False
+    ponder: bool = False
+    searchmoves: Optional[list[str]] = None
+
+
+#: Moves assumed to remain when the GUI gives no movestogo.
+DEFAULT_MOVES_TO_GO = 30
+#: The hard limit never exceeds this fraction of the clock left after the overhead.
+MAX_FRACTION_OF_CLOCK = 0.25
+#: Smallest budget, so that at least a shallow search completes.
+MIN_BUDGET_S = 0.01
+
+
+def allocate(params: GoParams, white_to_move: bool, move_overhead_ms: int, ply: int = 0
+             ) -> Optional[tuple[float, float]]:
+    """(soft, hard) seconds for this move, or None when the search has no time limit.
+
+    ``soft`` is the target (no new iteration after it), ``hard`` the latest
+    moment to answer. `movetime` is honoured exactly minus the overhead.
+    """
+    overhead = move_overhead_ms / 1000.0
+    if params.movetime is not None:
+        budget = max(MIN_BUDGET_S, params.movetime / 1000.0 - overhead)
+        return budget, budget
+    clock = params.wtime if white_to_move else params.btime
+    if clock is None:
+        return None
+    increment = (params.winc if white_to_move else params.binc) / 1000.0
+    left = max(0.0, clock / 1000.0 - overhead)
+    moves_to_go = params.movestogo if params.movestogo else max(20, DEFAULT_MOVES_TO_GO + 10 - ply // 4)
+    moves_to_go = max(1, min(moves_to_go, 50))
+    soft = left / moves_to_go + 0.75 * increment
+    cap = left * (0.9 if moves_to_go == 1 else MAX_FRACTION_OF_CLOCK)
+    hard = min(soft * 3.0, cap)
+    soft = min(soft, hard)
+    if left <= MIN_BUDGET_S:  # nearly flagged: answer with whatever depth 1 gives
+        return MIN_BUDGET_S / 2, MIN_BUDGET_S / 2
+    return max(MIN_BUDGET_S, soft), max(MIN_BUDGET_S, hard)

@@ -1,0 +1,337 @@
+"""Classic alpha-beta for scalar evaluators.
+
+Negamax with iterative deepening, principal-variation search, a Zobrist-keyed
+transposition table, null-move pruning and late-move reductions, quiescence
+on captures, move ordering (TT move, MVV-LVA, killers, history), check
+extension, mate scores and draw detection by rule (repetition, fifty moves,
+insufficient material).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import chess
+import chess.polyglot
+
+from evaluators.base import Evaluator
+from evaluators.score import cp_to_q, q_to_wdl
+from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
+from search.tt import EXACT, LOWER, UPPER, TranspositionTable
+
+MATE = 100000
+MATE_BOUND = MATE - 1000  # scores beyond this are mates
+INF = MATE + 1
+MAX_PLY = 128
+TB_WIN = MATE_BOUND - 1000  # tablebase wins rank just below real mates
+CHECK_NODES_EVERY = 256
+
+_MVV = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
+
+
+def mate_in_moves(score: int) -> Optional[int]:
+    """UCI's `mate N` (positive: we mate) for a mate score, else None."""
+    if score >= MATE_BOUND:
+        return (MATE - score + 1) // 2
+    if score <= -MATE_BOUND:
+        return -((MATE + score) // 2)
+    return None
+
+
+class AlphaBetaSearch(Search):
+    """Iterative-deepening PVS; works with any :class:`Evaluator` through ``centipawns``."""
+
+    name = "alphabeta"
+
+    def __init__(self, evaluator: Evaluator) -> None:
+        super().__init__()
+        self.evaluator = evaluator
+        self.tt = TranspositionTable(self.hash_mb)
+        self.history = [[0] * 64 for _ in range(64)]
+        self.killers: list[list[Optional[chess.Move]]] = [[None, None] for _ in range(MAX_PLY + 1)]
+        self.nodes = 0
+        self.seldepth = 0
+        self.control = SearchControl()
+        self.keys: list[int] = []
+        self.excluded_root: set[chess.Move] = set()
+        self.pv: list[list[chess.Move]] = [[] for _ in range(MAX_PLY + 2)]
+
+    def set_hash(self, megabytes: int) -> None:
+        super().set_hash(megabytes)
+        self.tt = TranspositionTable(megabytes)
+
+    def new_game(self) -> None:
+        self.tt.clear()
+        self.history = [[0] * 64 for _ in range(64)]
+
+    def hashfull(self) -> int:
+        return self.tt.hashfull()
+
+    # ----------------------------------------------------------------- driver
+
+    def search(self, board: chess.Board, control: SearchControl, report: Reporter) -> SearchResult:
+        board = board.copy()
+        self.control = control
+        self.nodes = 0
+        self.tt.new_search()
+        self.killers = [[None, None] for _ in range(MAX_PLY + 1)]
+        self.history = [[h // 8 for h in row] for row in self.history]
+        self.keys = self._history_keys(board)
+        root_moves = list(board.legal_moves)
+        if not root_moves:
+            return SearchResult(None)
+        best_lines: list[tuple[int, list[chess.Move]]] = [(0, [root_moves[0]])]
+        max_depth = control.max_depth or MAX_PLY - 1
+        if control.mate_in is not None:
+            max_depth = min(max_depth, 2 * control.mate_in - 1)
+        multipv = min(self.multipv, len(root_moves))
+        for depth in range(1, max_depth + 1):
+            lines: list[tuple[int, list[chess.Move]]] = []
+            self.excluded_root = set()
+            self.seldepth = 0
+            try:
+                for index in range(multipv):
+                    score = self._negamax(board, depth, -INF, INF, 0, True)
+                    pv = self.pv[0] or [m for m in root_moves if m not in self.excluded_root][:1]
+                    lines.append((score, pv))
+                    self.excluded_root.add(pv[0])
+                    self._report(report, depth, score, pv, index + 1)
+            except SearchStopped:
+                if lines:  # a finished first line of a partial iteration is still better informed
+                    best_lines = lines + best_lines[len(lines):]
+                break
+            best_lines = lines
+            best_score = lines[0][0]
+            if control.stopped(self.nodes) or control.past_soft_deadline():
+                break
+            if control.mate_in is not None and (mate_in_moves(best_score) or 0) > 0:
+                break
+            if len(root_moves) == 1 and control.soft_deadline is not None:
+                break  # forced move: don't spend the clock
+            if abs(best_score) >= MATE_BOUND and depth > 2 * (MATE - abs(best_score)) + 2 and not control.infinite:
+                break  # the mate is proven; deeper search cannot change it
+        pv = best_lines[0][1]
+        return SearchResult(pv[0], pv[1] if len(pv) > 1 else None)
+
+    def _history_keys(self, board: chess.Board) -> list[int]:
+        """Zobrist keys of the game's positions since the last irreversible move."""
+        keys = []
+        replay = board.copy()
+        for _ in range(min(board.halfmove_clock, len(board.move_stack))):
+            replay.pop()
+            keys.append(chess.polyglot.zobrist_hash(replay))
+        keys.reverse()
+        return keys
+
+    def _report(self, report: Reporter, depth: int, score: int, pv: list[chess.Move], multipv: int) -> None:
+        mate = mate_in_moves(score)
+        elapsed = self.control.elapsed()
+        report(SearchInfo(depth=depth, seldepth=max(self.seldepth, depth), nodes=self.nodes, time_s=elapsed,
+                          pv=pv, score_cp=None if mate is not None else score, mate=mate,
+                          wdl=q_to_wdl(1.0 if mate and mate > 0 else -1.0 if mate else cp_to_q(score)),
+                          multipv=multipv, hashfull=self.tt.hashfull()))
+
+    # ----------------------------------------------------------------- search
+
+    def _check_stop(self) -> None:
+        if self.nodes % CHECK_NODES_EVERY == 0 and self.control.stopped(self.nodes):
+            raise SearchStopped
+        if self.control.max_nodes is not None and self.nodes >= self.control.max_nodes:
+            raise SearchStopped
+
+    def _is_draw(self, board: chess.Board, key: int) -> bool:
+        if board.halfmove_clock >= 100:
+            return not board.is_checkmate()
+        keys = self.keys
+        last = len(keys) - 1
+        # same side to move: every second key back, within the reversible moves
+        stop = max(-1, last - board.halfmove_clock - 1)
+        for i in range(last - 1, stop, -2):
+            if keys[i] == key:
+                return True
+        return chess.popcount(board.occupied) <= 4 and board.is_insufficient_material()
+
+    def _negamax(self, board: chess.Board, depth: int, alpha: int, beta: int, ply: int, pv_node: bool,
+                 allow_null: bool = True) -> int:
+        self.pv[ply] = []
+        if depth <= 0:
+            return self._quiescence(board, alpha, beta, ply)
+        self.nodes += 1
+        self._check_stop()
+        if ply > self.seldepth:
+            self.seldepth = ply
+        key = chess.polyglot.zobrist_hash(board)
+        if ply > 0:
+            if self._is_draw(board, key):
+                return 0
+            # mate distance pruning
+            alpha, beta = max(alpha, -MATE + ply), min(beta, MATE - ply - 1)
+            if alpha >= beta:
+                return alpha
+            if self.tablebase is not None:
+                wdl = self.tablebase.probe_wdl(board)
+                if wdl is not None:
+                    return 0 if wdl == 0 else (TB_WIN - ply if wdl > 0 else -TB_WIN + ply)
+        if ply >= MAX_PLY:
+            return self.evaluator.centipawns(board)
+
+        entry = self.tt.probe(key)
+        tt_move = None
+        if entry is not None:
+            tt_move = entry[4]
+            if ply > 0 and not pv_node and entry[1] >= depth:
+                score = _score_from_tt(entry[2], ply)
+                bound = entry[3]
+                if bound == EXACT or (bound == LOWER and score >= beta) or (bound == UPPER and score <= alpha):
+                    return score
+
+        in_check = board.is_check()
+        # null move: if passing still fails high, the position is good enough
+        if (allow_null and not pv_node and not in_check and depth >= 3 and ply > 0
+                and abs(beta) < MATE_BOUND and self._has_pieces(board)
+                and self.evaluator.centipawns(board) >= beta):
+            board.push(chess.Move.null())
+            self.keys.append(key)
+            try:
+                score = -self._negamax(board, depth - 3, -beta, -beta + 1, ply + 1, False, False)
+            finally:
+                board.pop()
+                self.keys.pop()
+            if score >= beta:
+                return beta
+
+        moves = self._ordered_moves(board, tt_move, ply)
+        if not moves:
+            return -MATE + ply if in_check else 0
+
+        original_alpha = alpha
+        best_score = -INF
+        best_move = None
+        searched = 0
+        self.keys.append(key)
+        try:
+            for move in moves:
+                if ply == 0 and move in self.excluded_root:
+                    continue
+                capture = board.is_capture(move)
+                board.push(move)
+                gives_check = board.is_check()
+                extension = 1 if gives_check and ply < 2 * depth + 4 else 0
+                new_depth = depth - 1 + extension
+                if searched == 0:
+                    score = -self._negamax(board, new_depth, -beta, -alpha, ply + 1, pv_node)
+                else:
+                    reduction = 0
+                    if (depth >= 3 and searched >= 3 and not capture and not gives_check and not in_check
+                            and move.promotion is None):
+                        reduction = 1 if searched < 8 else 2
+                    score = -self._negamax(board, new_depth - reduction, -alpha - 1, -alpha, ply + 1, False)
+                    if score > alpha and (reduction or pv_node):
+                        score = -self._negamax(board, new_depth, -beta, -alpha, ply + 1, pv_node)
+                board.pop()
+                searched += 1
+                if score > best_score:
+                    best_score = score
+                    best_move = move
+                    if score > alpha:
+                        alpha = score
+                        if pv_node:
+                            self.pv[ply] = [move] + self.pv[ply + 1]
+                        if score >= beta:
+                            if not capture:
+                                self._remember_quiet(move, depth, ply)
+                            break
+        finally:
+            self.keys.pop()
+        if searched == 0:  # every root move excluded (MultiPV larger than the move count)
+            return -INF
+        bound = LOWER if best_score >= beta else EXACT if best_score > original_alpha else UPPER
+        self.tt.store(key, depth, _score_to_tt(best_score, ply), bound, best_move)
+        return best_score
+
+    @staticmethod
+    def _has_pieces(board: chess.Board) -> bool:
+        own = board.occupied_co[board.turn]
+        return bool(own & (board.knights | board.bishops | board.rooks | board.queens))
+
+    def _remember_quiet(self, move: chess.Move, depth: int, ply: int) -> None:
+        killers = self.killers[ply]
+        if killers[0] != move:
+            killers[1] = killers[0]
+            killers[0] = move
+        self.history[move.from_square][move.to_square] += depth * depth
+
+    def _ordered_moves(self, board: chess.Board, tt_move: Optional[chess.Move], ply: int) -> list[chess.Move]:
+        killers = self.killers[ply]
+        history = self.history
+        piece_type_at = board.piece_type_at
+        occupied_them = board.occupied_co[not board.turn]
+        scored = []
+        for move in board.legal_moves:
+            if move == tt_move:
+                score = 10_000_000
+            elif (1 << move.to_square) & occupied_them:
+                score = 1_000_000 + 10 * _MVV[piece_type_at(move.to_square)] - _MVV[piece_type_at(move.from_square)]
+            elif move.promotion:
+                score = 900_000 + move.promotion
+            elif move == killers[0]:
+                score = 800_000
+            elif move == killers[1]:
+                score = 700_000
+            else:
+                score = history[move.from_square][move.to_square]
+            scored.append((score, move))
+        scored.sort(key=lambda item: item[0], reverse=True)
+        return [move for _, move in scored]
+
+    def _quiescence(self, board: chess.Board, alpha: int, beta: int, ply: int) -> int:
+        self.nodes += 1
+        self._check_stop()
+        if ply > self.seldepth:
+            self.seldepth = ply
+        in_check = board.is_check()
+        if ply >= MAX_PLY:
+            return self.evaluator.centipawns(board)
+        if in_check:
+            moves = list(board.legal_moves)
+            if not moves:
+                return -MATE + ply
+            best = -INF
+        else:
+            stand_pat = self.evaluator.centipawns(board)
+            if stand_pat >= beta:
+                return stand_pat
+            alpha = max(alpha, stand_pat)
+            best = stand_pat
+            piece_type_at = board.piece_type_at
+            moves = sorted(board.generate_legal_captures(),
+                           key=lambda m: (_MVV[piece_type_at(m.to_square) or chess.PAWN] * 10
+                                          - _MVV[piece_type_at(m.from_square)]), reverse=True)
+        for move in moves:
+            board.push(move)
+            score = -self._quiescence(board, -beta, -alpha, ply + 1)
+            board.pop()
+            if score > best:
+                best = score
+                if score > alpha:
+                    alpha = score
+                    if score >= beta:
+                        break
+        return best
+
+
+def _score_to_tt(score: int, ply: int) -> int:
+    """Mate scores are stored relative to the node, not the root."""
+    if score >= MATE_BOUND:
+        return score + ply
+    if score <= -MATE_BOUND:
+        return score - ply
+    return score
+
+
+def _score_from_tt(score: int, ply: int) -> int:
+    if score >= MATE_BOUND:
+        return score - ply
+    if score <= -MATE_BOUND:
+        return score + ply
+    return score

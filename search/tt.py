@@ -1,0 +1,46 @@
+"""A fixed-size transposition table keyed by Zobrist hash, sized in megabytes."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import chess
+
+EXACT, LOWER, UPPER = 0, 1, 2
+#: Rough memory cost of one slot (a Python tuple of six small objects plus the list slot).
+BYTES_PER_ENTRY = 120
+
+
+class TranspositionTable:
+    """Depth-preferred slots indexed by ``key % size``; entries of older searches are replaced first.
+
+    An entry is ``(key, depth, score, bound, move, generation)``.
+    """
+
+    def __init__(self, megabytes: int) -> None:
+        self.size = max(1024, megabytes * 1024 * 1024 // BYTES_PER_ENTRY)
+        self.slots: list[Optional[tuple[int, int, int, int, Optional[chess.Move], int]]] = [None] * self.size
+        self.generation = 0
+
+    def new_search(self) -> None:
+        self.generation = (self.generation + 1) & 0xFF
+
+    def clear(self) -> None:
+        self.slots = [None] * self.size
+
+    def probe(self, key: int) -> Optional[tuple[int, int, int, int, Optional[chess.Move], int]]:
+        entry = self.slots[key % self.size]
+        return entry if entry is not None and entry[0] == key else None
+
+    def store(self, key: int, depth: int, score: int, bound: int, move: Optional[chess.Move]) -> None:
+        index = key % self.size
+        old = self.slots[index]
+        if old is None or old[5] != self.generation or depth >= old[1] or old[0] == key:
+            if move is None and old is not None and old[0] == key:
+                move = old[4]
+            self.slots[index] = (key, depth, score, bound, move, self.generation)
+
+    def hashfull(self) -> int:
+        """Permille of the first 1000 slots holding an entry of the current search."""
+        sample = self.slots[:1000]
+        return sum(1 for e in sample if e is not None and e[5] == self.generation) * 1000 // len(sample)

@@ -1,0 +1,1 @@
+"""Tools around the engine: the match runner and its statistics."""
