@@ -1,0 +1,86 @@
+"""AlphaZero's 8x8x73 = 4672 move encoding, from the side to move's point of view.
+
+Index = plane * 64 + from_square, with squares flipped vertically for Black so
+that the side to move always plays "up the board". Planes 0-55 are queen-like
+moves (8 directions x distances 1-7, queen promotions included), 56-63 knight
+moves, 64-72 underpromotions to knight, bishop or rook (capture left, push,
+capture right).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import chess
+import numpy as np
+
+POLICY_SIZE = 8 * 8 * 73
+
+QUEEN_DIRECTIONS = [(1, 0), (1, 1), (0, 1), (-1, 1), (-1, 0), (-1, -1), (0, -1), (1, -1)]  # (rank, file)
+KNIGHT_DELTAS = [(2, 1), (1, 2), (-1, 2), (-2, 1), (-2, -1), (-1, -2), (1, -2), (2, -1)]
+UNDERPROMOTIONS = [chess.KNIGHT, chess.BISHOP, chess.ROOK]
+
+
+def _plane(from_sq: int, to_sq: int, promotion: Optional[int]) -> int:
+    dr = chess.square_rank(to_sq) - chess.square_rank(from_sq)
+    df = chess.square_file(to_sq) - chess.square_file(from_sq)
+    if promotion in UNDERPROMOTIONS:
+        return 64 + 3 * UNDERPROMOTIONS.index(promotion) + (df + 1)
+    if (dr, df) in KNIGHT_DELTAS:
+        return 56 + KNIGHT_DELTAS.index((dr, df))
+    distance = max(abs(dr), abs(df))
+    direction = QUEEN_DIRECTIONS.index((dr // distance, df // distance))
+    return direction * 7 + distance - 1
+
+
+def _build_tables() -> tuple[dict[tuple[int, int, Optional[int]], int], list[Optional[tuple[int, int, Optional[int]]]]]:
+    """All encodable (from, to, promotion) triples in side-to-move coordinates, both ways."""
+    forward: dict[tuple[int, int, Optional[int]], int] = {}
+    for from_sq in chess.SQUARES:
+        r, f = chess.square_rank(from_sq), chess.square_file(from_sq)
+        targets = [(r + dr * d, f + df * d) for dr, df in QUEEN_DIRECTIONS for d in range(1, 8)]
+        targets += [(r + dr, f + df) for dr, df in KNIGHT_DELTAS]
+        for tr, tf in targets:
+            if 0 <= tr < 8 and 0 <= tf < 8:
+                to_sq = chess.square(tf, tr)
+                forward[(from_sq, to_sq, None)] = _plane(from_sq, to_sq, None) * 64 + from_sq
+                if r == 6 and tr == 7 and abs(tf - f) <= 1:
+                    forward[(from_sq, to_sq, chess.QUEEN)] = forward[(from_sq, to_sq, None)]
+                    for piece in UNDERPROMOTIONS:
+                        forward[(from_sq, to_sq, piece)] = _plane(from_sq, to_sq, piece) * 64 + from_sq
+    backward: list[Optional[tuple[int, int, Optional[int]]]] = [None] * POLICY_SIZE
+    for key, index in forward.items():
+        if backward[index] is None or key[2] is None:
+            backward[index] = key
+    return forward, backward
+
+
+_FORWARD, _BACKWARD = _build_tables()
+
+
+def move_to_index(move: chess.Move, turn: chess.Color) -> int:
+    """Policy index of ``move`` played by ``turn``. A queen promotion shares its push's slot."""
+    from_sq, to_sq = move.from_square, move.to_square
+    if turn == chess.BLACK:
+        from_sq, to_sq = chess.square_mirror(from_sq), chess.square_mirror(to_sq)
+    return _FORWARD[(from_sq, to_sq, move.promotion)]
+
+
+def index_to_move(index: int, board: chess.Board) -> chess.Move:
+    """The move of ``board``'s side to move encoded by ``index`` (a pawn reaching the last rank promotes to a queen)."""
+    key = _BACKWARD[index]
+    if key is None:
+        raise ValueError(f"policy index {index} encodes no move")
+    from_sq, to_sq, promotion = key
+    if board.turn == chess.BLACK:
+        from_sq, to_sq = chess.square_mirror(from_sq), chess.square_mirror(to_sq)
+    if promotion is None and board.piece_type_at(from_sq) == chess.PAWN and chess.square_rank(to_sq) in (0, 7):
+        promotion = chess.QUEEN
+    return chess.Move(from_sq, to_sq, promotion)
+
+
+def legal_move_indices(board: chess.Board) -> tuple[list[chess.Move], np.ndarray]:
+    """Legal moves and their policy indices, in the same order."""
+    moves = list(board.legal_moves)
+    turn = board.turn
+    return moves, np.fromiter((move_to_index(m, turn) for m in moves), dtype=np.int64, count=len(moves))

@@ -1,0 +1,61 @@
+"""Whole games through python-chess's UCI client: legal moves, no time losses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import chess
+import chess.engine
+import pytest
+
+from tests.conftest import ROOT, engine_command, needs_stockfish, stockfish_path
+from tools.match import Player, TimeControl, load_openings, play_game, run_match
+
+COMBINATIONS = [("material", "alphabeta"), ("pst", "alphabeta"), ("material", "puct"), ("pst", "puct")]
+
+
+@pytest.mark.parametrize("evaluator,search", COMBINATIONS)
+def test_every_combination_plays_legal_moves(evaluator, search):
+    """A short self-play game of each backend through the real UCI client."""
+    with chess.engine.SimpleEngine.popen_uci(engine_command("--eval", evaluator, "--search", search),
+                                             cwd=ROOT) as engine:
+        board = chess.Board()
+        for _ in range(16):
+            if board.is_game_over():
+                break
+            result = engine.play(board, chess.engine.Limit(time=0.05))
+            assert result.move in board.legal_moves
+            board.push(result.move)
+
+
+@needs_stockfish
+def test_full_games_against_stockfish_without_time_loss(tmp_path):
+    """Two games at a fast time control against Stockfish's weakest level."""
+    ours = Player("hackmate", engine_command("--eval", "material", "--search", "alphabeta"))
+    stockfish = Player("stockfish", [stockfish_path()], {"Skill Level": "0", "Threads": "1", "Hash": "16"})
+    pgn = tmp_path / "games.pgn"
+    stats = run_match(ours, stockfish, [chess.Board()], 2, TimeControl(3.0, 0.05), 2, pgn, log=lambda _: None)
+    assert stats.games == 2
+    text = pgn.read_text()
+    assert "time forfeit" not in text and "rules infraction" not in text
+    assert text.count("[Termination") == 2
+
+
+def test_openings_are_read_from_pgn_and_epd(tmp_path):
+    epd = tmp_path / "o.epd"
+    epd.write_text("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - bm e5; id \"x\";\n"
+                   "rnbqkbnr/pppppppp/8/8/3P4/8/PPP1PPPP/RNBQKBNR b KQkq -\n")
+    assert len(load_openings(epd, 0, 1)) == 2
+    pgn = tmp_path / "o.pgn"
+    pgn.write_text('[Result "*"]\n\n1. e4 e5 2. Nf3 Nc6 *\n\n[Result "*"]\n\n1. d4 d5 *\n')
+    boards = load_openings(pgn, 0, 1, plies=2)
+    assert sorted(b.fen().split()[0] for b in boards) == sorted(
+        ["rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR", "rnbqkbnr/ppp1pppp/8/3p4/3P4/8/PPP1PPPP/RNBQKBNR"])
+
+
+def test_a_game_between_two_configurations_is_recorded():
+    ours = Player("ab", engine_command("--eval", "material", "--search", "alphabeta"))
+    theirs = Player("puct", engine_command("--eval", "pst", "--search", "puct"))
+    game = play_game(ours, theirs, chess.Board("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"), TimeControl(2.0, 0.0), "1")
+    assert game.headers["Result"] == "1-0"
+    assert game.headers["Termination"] == "normal"

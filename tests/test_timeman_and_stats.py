@@ -1,0 +1,56 @@
+"""Unit tests of the time manager and match statistics."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from engine.timeman import GoParams, allocate
+from tools.elo import MatchStats, score_to_elo
+
+
+def test_movetime_is_exact_minus_overhead():
+    assert allocate(GoParams(movetime=1000), True, 50) == (0.95, 0.95)
+
+
+def test_no_clock_means_no_limit():
+    assert allocate(GoParams(depth=5), True, 50) is None
+
+
+@pytest.mark.parametrize("clock_ms,inc_ms", [(60000, 0), (10000, 100), (1000, 0), (200, 0), (50, 10), (5, 0)])
+def test_hard_limit_never_exceeds_the_clock(clock_ms, inc_ms):
+    soft, hard = allocate(GoParams(wtime=clock_ms, btime=clock_ms, winc=inc_ms, binc=inc_ms), True, 50)
+    assert 0 < soft <= hard
+    assert hard <= max(0.01, clock_ms / 1000.0 * 0.9)
+
+
+def test_uses_own_clock_and_movestogo():
+    soft_white, _ = allocate(GoParams(wtime=60000, btime=1000, movestogo=10), True, 0)
+    soft_black, _ = allocate(GoParams(wtime=60000, btime=1000, movestogo=10), False, 0)
+    assert soft_white == pytest.approx(6.0)
+    assert soft_black < 0.2
+
+
+def test_last_move_before_control_may_use_most_of_the_clock():
+    _, hard = allocate(GoParams(wtime=10000, btime=10000, movestogo=1), True, 100)
+    assert 5.0 < hard < 9.9
+
+
+def test_elo_of_even_score_is_zero():
+    stats = MatchStats(5, 10, 5)
+    assert stats.score == 0.5
+    assert stats.elo() == pytest.approx(0.0)
+    low, high = stats.elo_interval()
+    assert low < 0 < high
+    assert stats.los() == pytest.approx(0.5)
+
+
+def test_elo_matches_the_logistic_formula():
+    assert score_to_elo(0.75) == pytest.approx(190.85, abs=0.01)
+    assert math.isinf(score_to_elo(1.0))
+    stats = MatchStats(30, 10, 10)
+    assert stats.elo() == pytest.approx(score_to_elo(0.7))
+    assert stats.los() > 0.99
+    low, high = stats.elo_interval()
+    assert low < stats.elo() < high

@@ -1,0 +1,71 @@
+"""Command line of the training package: `python -m training COMMAND --help`."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """Data preparation, training and export for the engine's networks."""
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Dataset directory.")
+@click.option("--encoding", default="planes18", show_default=True, help="Board encoding: planes18 or lc0-112.")
+@click.option("--skip-plies", default=8, show_default=True, help="Skip the first N plies of every game.")
+@click.option("--min-rating", default=0, show_default=True, help="Skip games with a player rated below this.")
+@click.option("--require-eval", is_flag=True, help="Keep only moves annotated with [%eval] (engine moves).")
+@click.option("--workers", default=2, show_default=True, help="Parallel reader processes.")
+@click.option("--no-dedupe", is_flag=True, help="Keep duplicate positions.")
+def prepare(files: tuple[Path, ...], out: Path, encoding: str, skip_plies: int, min_rating: int,
+            require_eval: bool, workers: int, no_dedupe: bool) -> None:
+    """Turn PGN (plain or .gz/.bz2/.xz) and EPD files into a training dataset."""
+    from training.dataset import build_samples, save
+    filters = {"skip_plies": skip_plies, "min_rating": min_rating, "require_eval": require_eval}
+    samples, stats = build_samples(list(files), encoding, filters, workers, dedupe=not no_dedupe)
+    save(samples, out, {"encoding": encoding, "files": [str(f) for f in files], "filters": filters,
+                        "read": stats.summary()})
+    click.echo(f"{out}: {len(samples)} samples ({stats.summary()})")
+
+
+@cli.command()
+@click.argument("data", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Run directory.")
+@click.option("--blocks", default=6, show_default=True)
+@click.option("--filters", default=64, show_default=True)
+@click.option("--epochs", default=4, show_default=True)
+@click.option("--batch-size", default=512, show_default=True)
+@click.option("--lr", default=2e-3, show_default=True)
+@click.option("--schedule", type=click.Choice(["cosine", "step"]), default="cosine", show_default=True)
+@click.option("--label-smoothing", default=0.0, show_default=True)
+@click.option("--value-target", type=click.Choice(["result", "eval", "mix"]), default="mix", show_default=True)
+@click.option("--eval-weight", default=0.7, show_default=True, help="Share of the eval in the mix.")
+@click.option("--validation", default=0.05, show_default=True, help="Fraction of games held out.")
+@click.option("--max-samples", default=0, show_default=True, help="Use at most this many samples (0: all).")
+@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda.")
+@click.option("--resume", is_flag=True, help="Continue from the run directory's checkpoint.")
+def train(data: tuple[str, ...], out: str, **kwargs) -> None:
+    """Train the policy-value ResNet on prepared datasets."""
+    from training.train import TrainConfig, train as run
+    path = run(TrainConfig(data=list(data), out=out, **kwargs))
+    click.echo(f"checkpoint: {path}")
+
+
+@cli.command()
+@click.argument("checkpoint", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path))
+def export(checkpoint: Path, out: Path) -> None:
+    """Export a policy-value checkpoint to ONNX with the engine's metadata."""
+    from training.export import export_resnet
+    export_resnet(checkpoint, out, command=" ".join(shlex.quote(a) for a in sys.argv))
+    click.echo(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    cli()

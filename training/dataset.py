@@ -1,0 +1,153 @@
+"""A compact on-disk sample format: a directory of .npy arrays plus meta.json.
+
+Board planes are stored bit-packed (one bit per square), so an epoch over
+millions of positions reads a few hundred megabytes of memory-mappable arrays
+instead of re-parsing PGN.
+
+Arrays (N samples): ``planes`` uint8 (N, C*8) bit-packed binary planes
+(bitorder little), ``rule50`` uint8, ``move`` int16 policy index, ``result``
+int8 (+1/0/-1 for the side to move), ``eval`` float32 expected score or NaN,
+``game`` int32 game number (for a validation split by game).
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional
+
+import chess
+import chess.polyglot
+import numpy as np
+
+from evaluators.encoding import Encoding, assemble, get_encoding
+from evaluators.moves import move_to_index
+from training.pgn import Position, ReadStats, iter_epd, iter_positions
+
+ARRAYS = ("planes", "rule50", "move", "result", "eval", "game")
+
+
+@dataclass
+class Samples:
+    planes: np.ndarray
+    rule50: np.ndarray
+    move: np.ndarray
+    result: np.ndarray
+    eval: np.ndarray
+    game: np.ndarray
+    keys: np.ndarray  # Zobrist keys, for deduplication (not saved)
+
+    def __len__(self) -> int:
+        return len(self.move)
+
+    @classmethod
+    def concatenate(cls, parts: list["Samples"]) -> "Samples":
+        return cls(*(np.concatenate([getattr(p, name) for p in parts]) for name in ARRAYS + ("keys",)))
+
+    def select(self, index: np.ndarray) -> "Samples":
+        return Samples(*(getattr(self, name)[index] for name in ARRAYS + ("keys",)))
+
+
+def encode_positions(positions: Iterable[Position], encoding: Encoding, game_offset: int = 0) -> Samples:
+    planes, rule50, moves, results, evals, games, keys = [], [], [], [], [], [], []
+    for pos in positions:
+        planes.append(np.packbits(encoding.binary(pos.board).reshape(-1), bitorder="little"))
+        rule50.append(min(255, pos.board.halfmove_clock))
+        moves.append(move_to_index(pos.move, pos.board.turn))
+        results.append(pos.result)
+        evals.append(np.nan if pos.eval_q is None else pos.eval_q)
+        games.append(pos.game + game_offset)
+        keys.append(chess.polyglot.zobrist_hash(pos.board))
+    width = encoding.binary_planes * 8
+    return Samples(np.array(planes, dtype=np.uint8).reshape(-1, width), np.array(rule50, dtype=np.uint8),
+                   np.array(moves, dtype=np.int16), np.array(results, dtype=np.int8),
+                   np.array(evals, dtype=np.float32), np.array(games, dtype=np.int32),
+                   np.array(keys, dtype=np.uint64))
+
+
+def _read_part(args: tuple) -> tuple[Samples, ReadStats]:
+    path, encoding_name, filters, worker, workers, game_offset = args
+    stats = ReadStats()
+    encoding = get_encoding(encoding_name)
+    if Path(path).suffix.lower() == ".epd":
+        positions = iter_epd(Path(path), stats) if worker == 0 else iter([])
+    else:
+        positions = iter_positions(Path(path), stats, worker=worker, workers=workers, **filters)
+    return encode_positions(positions, encoding, game_offset), stats
+
+
+def build_samples(paths: list[Path], encoding_name: str, filters: dict, workers: int = 1,
+                  dedupe: bool = True, progress: bool = True) -> tuple[Samples, ReadStats]:
+    """Read every file in parallel (games split across workers), deduplicating positions."""
+    jobs = [(str(path), encoding_name, filters, w, workers, 10_000_000 * file_number)
+            for file_number, path in enumerate(paths) for w in range(workers)]
+    stats = ReadStats()
+    parts = []
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        results = pool.map(_read_part, jobs)
+        if progress:
+            from tqdm import tqdm
+            results = tqdm(results, total=len(jobs), desc="reading", unit="part")
+        for samples, part_stats in results:
+            parts.append(samples)
+            stats.merge(part_stats)
+    samples = Samples.concatenate(parts)
+    if dedupe and len(samples):
+        _, first = np.unique(samples.keys, return_index=True)
+        duplicates = len(samples) - len(first)
+        if duplicates:
+            stats.skipped["duplicate positions"] += duplicates
+        samples = samples.select(np.sort(first))
+    return samples, stats
+
+
+def save(samples: Samples, directory: Path, meta: dict) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in ARRAYS:
+        np.save(directory / f"{name}.npy", getattr(samples, name))
+    (directory / "meta.json").write_text(json.dumps({**meta, "samples": len(samples)}, indent=2))
+
+
+def load(directory: Path) -> tuple[dict[str, np.ndarray], dict]:
+    """Arrays (memory-mapped) and metadata of a saved dataset."""
+    meta_path = directory / "meta.json"
+    if not meta_path.exists():
+        raise FileNotFoundError(f"{directory} is not a dataset (no meta.json); create it with `prepare`")
+    meta = json.loads(meta_path.read_text())
+    return {name: np.load(directory / f"{name}.npy", mmap_mode="r") for name in ARRAYS}, meta
+
+
+def to_inputs(planes: np.ndarray, rule50: np.ndarray, encoding: Encoding) -> np.ndarray:
+    """Packed planes -> float32 network input (N, C, 8, 8) (the numpy path, used by tests and tools)."""
+    binary = np.unpackbits(planes, axis=1, bitorder="little")[:, : encoding.binary_planes * 64]
+    return assemble(binary.reshape(-1, encoding.binary_planes, 8, 8).astype(bool), rule50)
+
+
+def value_target(result: np.ndarray, eval_q: np.ndarray, eval_weight: float) -> np.ndarray:
+    """Soft W/D/L targets: a mix of the game result and the engine eval (where there is one).
+
+    An eval q in [-1, 1] becomes W/D/L with draw share 1 - |q| (see evaluators.score.q_to_wdl).
+    """
+    n = len(result)
+    target = np.zeros((n, 3), dtype=np.float32)
+    target[np.arange(n), 1 - result.astype(np.int64)] = 1.0  # +1 -> W (0), 0 -> D (1), -1 -> L (2)
+    has_eval = ~np.isnan(eval_q)
+    q = np.nan_to_num(eval_q)
+    draw = 1.0 - np.abs(q)
+    from_eval = np.stack([(1 - draw + q) / 2, draw, (1 - draw - q) / 2], axis=1)
+    weight = np.where(has_eval, eval_weight, 0.0)[:, None].astype(np.float32)
+    return (1 - weight) * target + weight * from_eval
+
+
+def validation_mask(game: np.ndarray, fraction: float) -> np.ndarray:
+    """Positions of every ~1/fraction-th game go to validation (no game is split)."""
+    period = max(2, int(round(1 / fraction))) if fraction > 0 else 0
+    if not period:
+        return np.zeros(len(game), dtype=bool)
+    return (np.asarray(game).astype(np.int64) * 2654435761 % 2**32) % period == 0
+
+
+def summarize(meta: Optional[dict]) -> str:
+    return json.dumps(meta or {}, sort_keys=True)

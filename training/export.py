@@ -1,0 +1,49 @@
+"""ONNX export with the metadata the engine checks before it plays with a file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import onnx
+import torch
+from torch import nn
+
+#: Metadata key naming what kind of network a file holds.
+KIND_KEY = "hackmate.kind"
+
+
+def write_metadata(path: Path, metadata: dict[str, str]) -> None:
+    model = onnx.load(str(path))
+    del model.metadata_props[:]
+    for key, value in metadata.items():
+        entry = model.metadata_props.add()
+        entry.key, entry.value = key, value if isinstance(value, str) else json.dumps(value)
+    onnx.save(model, str(path))
+
+
+def export_module(module: nn.Module, example: tuple[torch.Tensor, ...], path: Path, input_names: list[str],
+                  output_names: list[str], metadata: dict) -> Path:
+    """Export ``module`` with a dynamic batch dimension and attach ``metadata``."""
+    module.eval()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    dynamic = {name: {0: "batch"} for name in input_names + output_names}
+    torch.onnx.export(module, example, str(path), input_names=input_names, output_names=output_names,
+                      dynamic_axes=dynamic, opset_version=17, dynamo=False)
+    write_metadata(path, metadata)
+    return path
+
+
+def export_resnet(checkpoint: Path, out: Path, command: str = "") -> Path:
+    """Checkpoint of training.train -> ONNX policy-value network the ResNet evaluator loads."""
+    from evaluators.encoding import get_encoding
+    from training.train import checkpoint_summary, load_checkpoint
+    model, state = load_checkpoint(checkpoint)
+    encoding = get_encoding(state["meta"]["encoding"])
+    example = torch.zeros(1, encoding.planes, 8, 8)
+    sources = [{k: m.get(k) for k in ("files", "samples", "filters")} for m in state["meta"]["sources"]]
+    metadata = {KIND_KEY: "resnet-policy-value", "encoding": encoding.name, "policy_layout": "az-8x8x73",
+                "value_head": "wdl", "network": state["shape"], "training_data": sources,
+                "validation": checkpoint_summary(state) or {}, "training_config": state["config"],
+                "command": command}
+    return export_module(model, (example,), out, ["planes"], ["policy", "wdl"], metadata)

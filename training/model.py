@@ -1,0 +1,46 @@
+"""The dual-head residual policy-value network (AlphaZero / Leela design).
+
+Stem 3x3 convolution, ``blocks`` residual blocks of ``filters`` channels, a
+convolutional policy head that outputs 73 planes of 8x8 logits (exactly the
+4672-slot move layout of :mod:`evaluators.moves` when flattened), and a value
+head that outputs win/draw/loss logits.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class ResidualBlock(nn.Module):
+    def __init__(self, filters: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(filters, filters, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(filters)
+        self.conv2 = nn.Conv2d(filters, filters, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(filters)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return F.relu(x + y)
+
+
+class PolicyValueNet(nn.Module):
+    def __init__(self, planes: int, blocks: int = 6, filters: int = 64, value_hidden: int = 128) -> None:
+        super().__init__()
+        self.shape = {"planes": planes, "blocks": blocks, "filters": filters, "value_hidden": value_hidden}
+        self.stem = nn.Sequential(nn.Conv2d(planes, filters, 3, padding=1, bias=False),
+                                  nn.BatchNorm2d(filters), nn.ReLU())
+        self.tower = nn.Sequential(*(ResidualBlock(filters) for _ in range(blocks)))
+        self.policy = nn.Sequential(nn.Conv2d(filters, filters, 3, padding=1, bias=False),
+                                    nn.BatchNorm2d(filters), nn.ReLU(), nn.Conv2d(filters, 73, 3, padding=1))
+        self.value = nn.Sequential(nn.Conv2d(filters, 32, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
+                                   nn.Flatten(), nn.Linear(32 * 64, value_hidden), nn.ReLU(),
+                                   nn.Linear(value_hidden, 3))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(policy logits (N, 4672), WDL logits (N, 3))."""
+        h = self.tower(self.stem(x))
+        return self.policy(h).flatten(1), self.value(h)
