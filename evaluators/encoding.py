@@ -9,7 +9,7 @@ counter plane, which is stored as one byte and expanded when a batch is built.
   plane, then the fifty-move plane: the compact design of common PyTorch engines.
 - ``lc0-112``: Leela-style. 8 positions of history x (12 piece planes + a
   repetition plane), 4 castling planes, side-to-move colour, an all-zeros and
-  an all-ones plane (110 binary planes), then the fifty-move plane.
+  an all-ones plane (111 binary planes), then the fifty-move plane: 112 in all.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def assemble(binary: np.ndarray, rule50: np.ndarray) -> np.ndarray:
     return out
 
 
-ENCODINGS = {e.name: e for e in (Encoding("planes18", 17, 1), Encoding("lc0-112", 110, 8))}
+ENCODINGS = {e.name: e for e in (Encoding("planes18", 17, 1), Encoding("lc0-112", 111, 8))}
 
 
 def get_encoding(name: str) -> Encoding:

@@ -1,0 +1,93 @@
+"""Move and board encodings shared by the engine and training."""
+
+from __future__ import annotations
+
+import random
+
+import chess
+import numpy as np
+import pytest
+
+from evaluators.encoding import ENCODINGS, get_encoding
+from evaluators.moves import POLICY_SIZE, index_to_move, legal_move_indices, move_to_index
+
+
+def random_positions(count: int, seed: int = 7):
+    rng = random.Random(seed)
+    board = chess.Board()
+    for _ in range(count):
+        moves = list(board.legal_moves)
+        if not moves or board.ply() > 120:
+            board = chess.Board()
+            continue
+        yield board
+        board.push(rng.choice(moves))
+
+
+def test_move_index_is_a_bijection_on_legal_moves():
+    checked = 0
+    for board in random_positions(3000):
+        moves, indices = legal_move_indices(board)
+        assert len(set(indices.tolist())) == len(moves)
+        assert all(0 <= i < POLICY_SIZE for i in indices)
+        for move, index in zip(moves, indices):
+            assert index_to_move(int(index), board) == move
+        checked += len(moves)
+    assert checked > 50000
+
+
+def test_promotions_and_underpromotions_have_distinct_slots():
+    board = chess.Board("1n6/P7/8/8/8/8/8/k6K w - - 0 1")
+    moves, indices = legal_move_indices(board)
+    promotions = [m for m in moves if m.promotion]
+    assert len(promotions) == 8  # a8 and xb8, four pieces each
+    assert len({move_to_index(m, board.turn) for m in promotions}) == 8
+
+
+def test_black_moves_are_flipped():
+    white = chess.Board()
+    black = chess.Board()
+    black.push_uci("e2e4")
+    assert move_to_index(chess.Move.from_uci("e2e4"), chess.WHITE) == \
+        move_to_index(chess.Move.from_uci("e7e5"), chess.BLACK)
+    assert white.turn != black.turn
+
+
+@pytest.mark.parametrize("name", list(ENCODINGS))
+def test_colour_flip_gives_identical_planes(name):
+    encoding = get_encoding(name)
+    board = chess.Board("r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4")
+    mirrored = board.mirror()  # same position, colours swapped, Black to move
+    a, b = encoding.encode(board), encoding.encode(mirrored)
+    assert a.shape == (encoding.planes, 8, 8)
+    if encoding.history == 1:
+        np.testing.assert_array_equal(a, b)
+    else:
+        np.testing.assert_array_equal(a[:13], b[:13])  # current position and repetition plane
+        np.testing.assert_array_equal(a[104:108], b[104:108])  # castling
+        assert a[108].sum() == 0 and b[108].sum() == 64  # colour plane differs
+
+
+def test_planes18_layout():
+    planes = get_encoding("planes18").encode(chess.Board())
+    assert planes[0].sum() == 8 and planes[0][1].all()  # own pawns on rank 2
+    assert planes[6].sum() == 8 and planes[6][6].all()  # opponent pawns on rank 7
+    assert planes[12:16].all()  # all castling rights
+    assert planes[16].sum() == 0  # no en passant
+    board = chess.Board("4k3/8/8/8/8/8/8/4K3 w - - 50 60")
+    assert get_encoding("planes18").encode(board)[17][0][0] == pytest.approx(0.5)
+
+
+def test_lc0_history_and_repetition_planes():
+    encoding = get_encoding("lc0-112")
+    board = chess.Board()
+    for uci in ("g1f3", "g8f6", "f3g1", "f6g8"):
+        board.push_uci(uci)
+    planes = encoding.encode(board)
+    assert planes[12].all()  # the current position occurred before
+    assert planes[13 + 1].sum() == 2  # one ply ago, the opponent's (black) knights from our view
+
+
+def test_unknown_encoding_is_refused():
+    with pytest.raises(KeyError, match="unknown board encoding"):
+        get_encoding("planes42")

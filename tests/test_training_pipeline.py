@@ -1,0 +1,193 @@
+"""Data pipeline, a tiny training run, ONNX export and the evaluator loading it."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import chess
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the training extra (torch) is not installed")
+
+from evaluators.base import LoadError  # noqa: E402
+from evaluators.resnet import ResNetEvaluator  # noqa: E402
+from search.base import SearchControl  # noqa: E402
+from search.puct import PuctSearch  # noqa: E402
+from training import dataset  # noqa: E402
+from training.export import export_resnet, write_metadata  # noqa: E402
+from training.pgn import DataError, ReadStats, iter_epd, iter_positions  # noqa: E402
+from training.train import TrainConfig, load_checkpoint, train  # noqa: E402
+
+PGN = """[Event "a"]
+[White "x"]
+[Black "y"]
+[Result "1-0"]
+[WhiteElo "2500"]
+[BlackElo "2400"]
+
+1. e4 { [%eval 0.30] } 1... e5 { [%eval 0.25] } 2. Qh5 { [%eval -0.5] } 2... Nc6 { [%eval #3] } 3. Bc4 Nf6 4. Qxf7# 1-0
+
+[Event "b"]
+[Result "0-1"]
+[WhiteElo "1200"]
+
+1. f3 e5 2. g4 Qh4# 0-1
+
+[Event "c"]
+[Result "1/2-1/2"]
+
+1. e4 e5 2. Ke3 Ke7 3. Kxe5 1/2-1/2
+
+[Event "d"]
+[Result "*"]
+
+1. d4 *
+"""
+
+
+@pytest.fixture
+def pgn_file(tmp_path: Path) -> Path:
+    path = tmp_path / "games.pgn"
+    path.write_text(PGN)
+    return path
+
+
+def test_pgn_positions_results_and_evals(pgn_file):
+    stats = ReadStats()
+    positions = list(iter_positions(pgn_file, stats))
+    first = positions[0]
+    assert first.board.fen() == chess.STARTING_FEN and first.move.uci() == "e2e4"
+    assert first.result == 1 and first.eval_q == pytest.approx(2 / (1 + math.exp(-0.00368208 * 30)) - 1)
+    assert positions[1].result == -1  # Black to move in a game White won
+    assert positions[1].eval_q < 0  # +0.25 for White is bad for Black
+    assert positions[3].eval_q < -0.99  # mate for White, Black to move
+    assert positions[4].eval_q is None
+    assert stats.skipped["games with illegal or unreadable moves"] == 1  # Ke3 after e4 e5 is fine, Kxe5 is not
+    assert any("games.pgn game 3" in e for e in stats.errors)
+    assert stats.skipped["games without a result"] == 1
+
+
+def test_pgn_filters(pgn_file):
+    stats = ReadStats()
+    rated = list(iter_positions(pgn_file, stats, min_rating=2000))
+    assert {p.game for p in rated} == {0}
+    assert stats.skipped["games below the minimum rating"] == 1
+    evals = list(iter_positions(pgn_file, ReadStats(), require_eval=True))
+    assert len(evals) == 4
+    skipped = list(iter_positions(pgn_file, ReadStats(), skip_plies=2))
+    assert all(p.board.ply() >= 2 for p in skipped)
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(DataError, match="no such file"):
+        list(iter_positions(tmp_path / "nope.pgn", ReadStats()))
+
+
+def test_epd_reader(tmp_path):
+    epd = tmp_path / "s.epd"
+    epd.write_text('6k1/5ppp/8/8/8/8/8/R5K1 w - - bm Ra8#; ce 32000; id "m1";\n'
+                   'garbage line here\n'
+                   '6k1/5ppp/8/8/8/8/8/R5K1 w - - id "no bm";\n')
+    stats = ReadStats()
+    positions = list(iter_epd(epd, stats))
+    assert len(positions) == 1 and positions[0].move.uci() == "a1a8" and positions[0].eval_q > 0.99
+    assert stats.skipped["bad EPD lines"] == 1 and stats.skipped["EPD lines without bm"] == 1
+
+
+def test_dataset_roundtrip_and_dedupe(pgn_file, tmp_path):
+    once, _ = dataset.build_samples([pgn_file], "planes18", {}, workers=1, progress=False)
+    samples, stats = dataset.build_samples([pgn_file, pgn_file], "planes18", {}, workers=1, progress=False)
+    assert len(samples) == len(once)  # the second file repeats the first
+    assert stats.skipped["duplicate positions"] >= len(once)
+    dataset.save(samples, tmp_path / "ds", {"encoding": "planes18"})
+    arrays, meta = dataset.load(tmp_path / "ds")
+    assert meta["samples"] == len(samples)
+    inputs = dataset.to_inputs(np.asarray(arrays["planes"][:1]), np.asarray(arrays["rule50"][:1]),
+                               dataset.get_encoding("planes18"))
+    from evaluators.encoding import get_encoding
+    np.testing.assert_array_equal(inputs[0], get_encoding("planes18").encode(chess.Board()))
+
+
+def test_value_targets_mix_result_and_eval():
+    target = dataset.value_target(np.array([1, 0, -1]), np.array([np.nan, 0.0, 0.5], dtype=np.float32), 0.5)
+    np.testing.assert_allclose(target.sum(1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(target[0], [1, 0, 0])
+    np.testing.assert_allclose(target[1], [0, 1, 0])
+    # half the loss target, half the eval's W/D/L (q=0.5: W 0.5, D 0.5, L 0)
+    np.testing.assert_allclose(target[2], [0.25, 0.25, 0.5])
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    """A few hundred samples, one epoch, exported to ONNX."""
+    root = tmp_path_factory.mktemp("tiny")
+    pgn = root / "g.pgn"
+    pgn.write_text(PGN * 3)
+    samples, _ = dataset.build_samples([Path(__file__).parent / "fixtures" / "games.pgn", pgn], "planes18", {},
+                                       workers=1, progress=False)
+    dataset.save(samples, root / "ds", {"encoding": "planes18"})
+    config = TrainConfig(data=[str(root / "ds")], out=str(root / "run"), blocks=1, filters=16, epochs=1,
+                         batch_size=64, device="cpu", validation=0.2)
+    checkpoint = train(config, progress=False)
+    onnx_path = export_resnet(checkpoint, root / "tiny.onnx", command="pytest")
+    return checkpoint, onnx_path, len(samples)
+
+
+def test_tiny_training_run_end_to_end(tiny_model):
+    checkpoint, onnx_path, count = tiny_model
+    assert count >= 200
+    history = json.loads((checkpoint.parent / "history.json").read_text())
+    assert history[0]["val_top1"] >= 0 and (checkpoint.parent / "curves.png").stat().st_size > 0
+    evaluator = ResNetEvaluator(onnx_path)
+    board = chess.Board()
+    result = PuctSearch(evaluator).search(board, SearchControl(max_nodes=50), lambda info: None)
+    assert result.best_move in board.legal_moves
+
+
+def test_onnx_matches_pytorch(tiny_model):
+    checkpoint, onnx_path, _ = tiny_model
+    model, _ = load_checkpoint(checkpoint)
+    evaluator = ResNetEvaluator(onnx_path)
+    rng = np.random.default_rng(3)
+    boards = []
+    board = chess.Board()
+    for _ in range(12):
+        board.push(list(board.legal_moves)[rng.integers(len(list(board.legal_moves)))])
+        boards.append(board.copy())
+    inputs = np.stack([evaluator.encoding.encode(b) for b in boards])
+    with torch.no_grad():
+        policy, wdl_logits = model(torch.from_numpy(inputs))
+    onnx_policy, onnx_wdl = evaluator.run(inputs)
+    np.testing.assert_allclose(onnx_policy, policy.numpy(), atol=1e-4)
+    np.testing.assert_allclose(onnx_wdl, torch.softmax(wdl_logits, 1).numpy(), atol=1e-5)
+
+
+def test_priors_cover_exactly_the_legal_moves(tiny_model):
+    evaluator = ResNetEvaluator(tiny_model[1])
+    board = chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")
+    evaluation = evaluator.evaluate(board)
+    assert set(evaluation.priors) == set(board.legal_moves)
+    assert sum(evaluation.priors.values()) == pytest.approx(1.0, abs=1e-5)
+    assert -1 <= evaluation.value <= 1
+    batch = evaluator.evaluate_batch([board, chess.Board()])
+    assert batch[0].value == pytest.approx(evaluation.value)
+
+
+def test_wrong_encoding_or_kind_is_refused(tiny_model, tmp_path):
+    import shutil
+    bad = tmp_path / "bad.onnx"
+    shutil.copy(tiny_model[1], bad)
+    write_metadata(bad, {"hackmate.kind": "resnet-policy-value", "encoding": "planes42",
+                         "policy_layout": "az-8x8x73", "value_head": "wdl"})
+    with pytest.raises(LoadError, match="unknown board encoding 'planes42'"):
+        ResNetEvaluator(bad)
+    write_metadata(bad, {"hackmate.kind": "deepchess-comparator"})
+    with pytest.raises(LoadError, match="not a resnet-policy-value"):
+        ResNetEvaluator(bad)
+    not_onnx = tmp_path / "junk.onnx"
+    not_onnx.write_bytes(b"not a model")
+    with pytest.raises(LoadError, match="cannot load"):
+        ResNetEvaluator(not_onnx)
