@@ -7,6 +7,7 @@ figures are what the README quotes.
 
 from __future__ import annotations
 
+import random
 import time
 from typing import Callable, Optional
 
@@ -54,6 +55,10 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
         total_time += elapsed
         out(f"info string position {index}/{len(BENCH_FENS)} nodes {search.nodes} "
             f"bestmove {result.best_move.uci() if result.best_move else '0000'}")
+    if hasattr(evaluator, "incremental"):
+        for incremental in (True, False):
+            out(f"info string comparator features/second {'with' if incremental else 'without'} incremental "
+                f"accumulator: {int(feature_rate(evaluator, incremental))}")
     nps = int(total_nodes / total_time) if total_time else 0
     out(f"info string bench {evaluator_name}+{search_name} nodes-per-position {budget}")
     out("===========================")
@@ -61,3 +66,23 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
     out(f"Nodes searched  : {total_nodes}")
     out(f"Nodes/second    : {nps}")
     return total_nodes, total_time
+
+
+def feature_rate(comparator, incremental: bool, plies: int = 2000) -> float:
+    """Features per second along deterministic pseudo-random move sequences (make a move, extract features)."""
+    rng = random.Random(1)
+    comparator.set_option("IncrementalAccumulator", incremental)
+    done, started = 0, time.perf_counter()
+    for fen in BENCH_FENS:
+        board = chess.Board(fen)
+        comparator.reset(board)
+        for _ in range(plies // len(BENCH_FENS)):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            comparator.new_game()  # measure the network, not the cache
+            comparator.push(board, rng.choice(moves))
+            comparator.features(board)
+            done += 1
+    comparator.set_option("IncrementalAccumulator", True)
+    return done / (time.perf_counter() - started)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -65,6 +66,34 @@ def export(checkpoint: Path, out: Path) -> None:
     from training.export import export_resnet
     export_resnet(checkpoint, out, command=" ".join(shlex.quote(a) for a in sys.argv))
     click.echo(f"wrote {out}")
+
+
+@cli.command()
+@click.argument("pgn", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Run directory.")
+@click.option("--per-game", default=10, show_default=True, help="Random positions per decisive game.")
+@click.option("--pretrain-epochs", default=5, show_default=True, help="Autoencoder epochs per layer.")
+@click.option("--epochs", default=20, show_default=True, help="Siamese epochs (fresh pairs each).")
+@click.option("--pairs-per-epoch", default=200_000, show_default=True)
+@click.option("--distill-epochs", default=20, show_default=True)
+@click.option("--lr", default=1e-3, show_default=True)
+@click.option("--validation", default=0.1, show_default=True, help="Fraction of games held out.")
+@click.option("--seed", default=1, show_default=True)
+def deepchess(pgn: tuple[str, ...], out: str, **kwargs) -> None:
+    """DeepChess: Pos2Vec pretraining, Siamese comparator, distillation and a small net from scratch."""
+    from training.deepchess import DeepChessConfig, run_pipeline
+    report = run_pipeline(DeepChessConfig(pgn=list(pgn), out=out, **kwargs))
+    click.echo(json.dumps(report["accuracy"]))
+
+
+@cli.command("export-comparator")
+@click.argument("checkpoint", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path))
+def export_comparator_command(checkpoint: Path, out: Path) -> None:
+    """Export a DeepChess checkpoint (student.pt or teacher.pt) to ONNX + .npz for the engine."""
+    from training.export import export_comparator
+    export_comparator(checkpoint, out, command=" ".join(shlex.quote(a) for a in sys.argv))
+    click.echo(f"wrote {out} and {out.with_suffix('.npz')}")
 
 
 if __name__ == "__main__":

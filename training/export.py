@@ -47,3 +47,35 @@ def export_resnet(checkpoint: Path, out: Path, command: str = "") -> Path:
                 "validation": checkpoint_summary(state) or {}, "training_config": state["config"],
                 "command": command}
     return export_module(model, (example,), out, ["planes"], ["policy", "wdl"], metadata)
+
+
+def export_comparator(checkpoint: Path, out: Path, command: str = "") -> Path:
+    """DeepChess checkpoint -> ONNX comparator plus the .npz of weights the numpy evaluator uses.
+
+    The ONNX graph maps two 773-bit positions to the probability that the first is
+    better for White; the .npz holds the same weights for incremental evaluation.
+    """
+    import numpy as np
+    from training.deepchess import load_comparator
+    model, state = load_comparator(checkpoint)
+    example = (torch.zeros(1, 773), torch.zeros(1, 773))
+
+    class Probability(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
+            return torch.softmax(self.model(first, second), dim=1)
+
+    metadata = {KIND_KEY: "deepchess-comparator", "encoding": "bits773", "network": state["sizes"],
+                "report": state["report"], "command": command}
+    export_module(Probability(), example, out, ["first", "second"], ["probability"], metadata)
+    linear = [m for m in model.modules() if isinstance(m, nn.Linear)]
+    tower_layers = len(state["sizes"]["tower"]) - 1
+    arrays = {"kind": np.array("deepchess-comparator"), "tower_layers": np.array(tower_layers)}
+    for i, layer in enumerate(linear):
+        arrays[f"w{i}"] = layer.weight.detach().numpy().T.copy()
+        arrays[f"b{i}"] = layer.bias.detach().numpy().copy()
+    np.savez(out.with_suffix(".npz"), **arrays)
+    return out

@@ -1,0 +1,183 @@
+"""DeepChess's comparison alpha-beta: bounds are positions, not numbers.
+
+alpha_pos is the best leaf White is already guaranteed, beta_pos the best
+Black is; a leaf replaces alpha_pos when the comparator prefers it (for White),
+and a node is cut when alpha_pos is preferred over beta_pos. Checkmates,
+stalemates and rule draws are compared by rule, never by the network: a mate
+beats every position (sooner mates beat later ones) and a draw is as good as
+the starting position, the comparator's picture of an even game.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import chess
+import numpy as np
+
+from evaluators.base import Comparator
+from evaluators.score import q_to_cp, q_to_wdl
+from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
+
+MAX_PLY = 64
+_MVV = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
+
+
+@dataclass
+class Leaf:
+    """A search result: a mate (mate_ply > 0 White mates, < 0 Black mates), a draw, or a network position."""
+
+    features: Optional[np.ndarray]
+    mate_ply: int = 0  # plies from the root to the mate, signed by the winner
+    draw: bool = False
+    pv: tuple = ()
+    bound: int = 0  # +1 / -1: the initial beta / alpha, better / worse for White than any real leaf
+
+
+class ComparisonSearch(Search):
+    name = "comparison"
+
+    def __init__(self, comparator: Comparator) -> None:
+        super().__init__()
+        self.comparator = comparator
+        self.control = SearchControl()
+        self.even: Optional[np.ndarray] = None
+        self.seldepth = 0
+        self.comparisons = 0
+        self.best_moves: dict[int, chess.Move] = {}
+
+    # ----------------------------------------------------------- ordering
+
+    def white_prefers(self, a: Leaf, b: Leaf) -> bool:
+        """True if leaf ``a`` is better for White than leaf ``b``."""
+        ka, kb = self._mate_rank(a), self._mate_rank(b)
+        if ka is not None or kb is not None:
+            return (ka if ka is not None else 0.0) > (kb if kb is not None else 0.0) if ka != kb else False
+        fa = self.even if a.draw else a.features
+        fb = self.even if b.draw else b.features
+        if fa is fb:
+            return False
+        self.comparisons += 1
+        return self.comparator.prefers_first(fa, fb) > 0.5
+
+    @staticmethod
+    def _mate_rank(leaf: Leaf) -> Optional[float]:
+        """Mates outrank everything; a quicker mate outranks a slower one."""
+        if leaf.bound:
+            return leaf.bound * 1e9
+        if leaf.mate_ply > 0:
+            return 1000.0 - leaf.mate_ply
+        if leaf.mate_ply < 0:
+            return -1000.0 - leaf.mate_ply  # mate_ply < 0: a quicker loss ranks lower
+        return None
+
+    # -------------------------------------------------------------- driver
+
+    def search(self, board: chess.Board, control: SearchControl, report: Reporter) -> SearchResult:
+        board = board.copy()
+        self.control = control
+        self.nodes = 0
+        self.comparisons = 0
+        self.comparator.reset(chess.Board())
+        self.even = self.comparator.features(chess.Board())
+        self.comparator.reset(board)
+        root_features = self.comparator.features(board)
+        moves = list(board.legal_moves)
+        if not moves:
+            return SearchResult(None)
+        best: Optional[Leaf] = None
+        max_depth = min(control.max_depth or MAX_PLY, MAX_PLY)
+        for depth in range(1, max_depth + 1):
+            self.seldepth = 0
+            try:
+                leaf = self._alphabeta(board, depth, 0, Leaf(None, bound=-1), Leaf(None, bound=1))
+            except SearchStopped:
+                break
+            best = leaf
+            self._report(report, depth, leaf, board, root_features)
+            if control.stopped(self.nodes) or control.past_soft_deadline() or len(moves) == 1 and \
+                    control.soft_deadline is not None:
+                break
+            if leaf.mate_ply and abs(leaf.mate_ply) < depth and not control.infinite:
+                break
+        if best is None or not best.pv:
+            return SearchResult(moves[0])
+        return SearchResult(best.pv[0], best.pv[1] if len(best.pv) > 1 else None)
+
+    def _report(self, report: Reporter, depth: int, leaf: Leaf, board: chess.Board, root: np.ndarray) -> None:
+        mate = None
+        if leaf.mate_ply:
+            plies = abs(leaf.mate_ply)
+            white_wins = leaf.mate_ply > 0
+            mate = (plies + 1) // 2 if white_wins == (board.turn == chess.WHITE) else -((plies + 1) // 2)
+            q = 1.0 if mate > 0 else -1.0
+        elif leaf.draw:
+            q = 0.0
+        else:
+            # pseudo-score: how sure the comparator is that the expected leaf is better than the root
+            p_white = self.comparator.prefers_first(leaf.features, root)
+            q = (2 * p_white - 1) * (1 if board.turn == chess.WHITE else -1)
+        report(SearchInfo(depth=depth, seldepth=max(depth, self.seldepth), nodes=self.nodes,
+                          time_s=self.control.elapsed(), pv=list(leaf.pv), score_cp=None if mate else q_to_cp(q),
+                          mate=mate, wdl=q_to_wdl(q)))
+
+    # -------------------------------------------------------------- search
+
+    def _terminal(self, board: chess.Board, ply: int, has_moves: bool) -> Optional[Leaf]:
+        if not has_moves:
+            if board.is_check():
+                return Leaf(None, mate_ply=ply if board.turn == chess.BLACK else -ply)
+            return Leaf(None, draw=True)
+        if board.halfmove_clock >= 100 or board.is_insufficient_material() or \
+                (ply > 0 and board.is_repetition(2)):
+            return Leaf(None, draw=True)
+        return None
+
+    def _ordered(self, board: chess.Board, ply: int) -> list[chess.Move]:
+        hint = self.best_moves.get(ply)
+        piece_type_at = board.piece_type_at
+
+        def key(move: chess.Move) -> int:
+            if move == hint:
+                return 1000
+            if board.is_capture(move):
+                return 100 + 10 * _MVV[piece_type_at(move.to_square) or chess.PAWN] - _MVV[piece_type_at(move.from_square)]
+            return 0
+        return sorted(board.legal_moves, key=key, reverse=True)
+
+    def _alphabeta(self, board: chess.Board, depth: int, ply: int, alpha: Leaf, beta: Leaf) -> Leaf:
+        self.nodes += 1
+        if self.nodes % 64 == 0 and self.control.stopped(self.nodes):
+            raise SearchStopped
+        self.seldepth = max(self.seldepth, ply)
+        moves = self._ordered(board, ply)
+        terminal = self._terminal(board, ply, bool(moves))
+        if terminal is not None:
+            return terminal
+        if depth == 0 or ply >= MAX_PLY:
+            return Leaf(self.comparator.features(board))
+        white = board.turn == chess.WHITE
+        best: Optional[Leaf] = None
+        for move in moves:
+            self.comparator.push(board, move)
+            try:
+                leaf = self._alphabeta(board, depth - 1, ply + 1, alpha, beta)
+            finally:
+                self.comparator.pop(board)
+            leaf = Leaf(leaf.features, leaf.mate_ply, leaf.draw, (move,) + leaf.pv, leaf.bound)
+            if best is None or (self.white_prefers(leaf, best) if white else self.white_prefers(best, leaf)):
+                best = leaf
+                self.best_moves[ply] = move
+            if white:
+                if self.white_prefers(best, alpha):
+                    alpha = best
+                if not self.white_prefers(beta, alpha):
+                    break  # White already has something Black will not allow
+            else:
+                if self.white_prefers(beta, best):
+                    beta = best
+                if not self.white_prefers(beta, alpha):
+                    break
+        assert best is not None
+        return best
