@@ -37,8 +37,8 @@ def test_positions_follow_the_paper_rules(tmp_path):
     opening = "1. e4 d5 2. Nc3 Nf6 3. Nf3 Nc6 4. Bb5 Bd7 5. d3 e6 "
     pgn = tmp_path / "rules.pgn"
     pgn.write_text(f'[Result "1-0"]\n\n{opening}6. exd5 exd5 1-0\n\n'  # only captures after move 5
-                   f'[Result "0-1"]\n\n{opening}6. O-O O-O 0-1\n\n'  # two quiet moves after move 5
-                   f'[Result "1/2-1/2"]\n\n{opening}6. O-O O-O 1/2-1/2\n')  # drawn: never used
+                   f'[Result "0-1"]\n\n{opening}6. O-O Be7 0-1\n\n'  # two quiet moves after move 5
+                   f'[Result "1/2-1/2"]\n\n{opening}6. O-O Be7 1/2-1/2\n')  # drawn: never used
     positions = collect_positions([pgn], per_game=10, skip_moves=5)
     assert len(positions.bits) == 2
     assert not positions.white_won.any()
