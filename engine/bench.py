@@ -12,6 +12,7 @@ import time
 from typing import Callable, Optional
 
 import chess
+import numpy as np
 
 from engine.backends import NATURAL_SEARCH, build_evaluator, build_search
 from search.base import SearchControl
@@ -55,6 +56,8 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
         total_time += elapsed
         out(f"info string position {index}/{len(BENCH_FENS)} nodes {search.nodes} "
             f"bestmove {result.best_move.uci() if result.best_move else '0000'}")
+    if hasattr(evaluator, "run"):
+        out(f"info string network raw throughput (batch {BATCH}): {int(network_rate(evaluator))} positions/second")
     if hasattr(evaluator, "incremental"):
         for incremental in (True, False):
             out(f"info string comparator features/second {'with' if incremental else 'without'} incremental "
@@ -66,6 +69,21 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
     out(f"Nodes searched  : {total_nodes}")
     out(f"Nodes/second    : {nps}")
     return total_nodes, total_time
+
+
+BATCH = 16
+
+
+def network_rate(evaluator, seconds: float = 3.0) -> float:
+    """Positions per second of the bare network on batches of bench positions (no search, no cache)."""
+    boards = [chess.Board(fen) for fen in BENCH_FENS][:BATCH]
+    inputs = np.stack([evaluator.encoding.encode(b) for b in (boards * BATCH)[:BATCH]])
+    evaluator.run(inputs)
+    done, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        evaluator.run(inputs)
+        done += len(inputs)
+    return done / (time.perf_counter() - started)
 
 
 def feature_rate(comparator, incremental: bool, plies: int = 2000) -> float:

@@ -96,5 +96,41 @@ def export_comparator_command(checkpoint: Path, out: Path) -> None:
     click.echo(f"wrote {out} and {out.with_suffix('.npz')}")
 
 
+@cli.command("annotate")
+@click.argument("pgn", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--engine", "command", default="stockfish", show_default=True, help="UCI engine command line.")
+@click.option("--nodes", default=5000, show_default=True, help="Nodes per analysed position.")
+@click.option("--workers", default=2, show_default=True, help="Parallel engine processes.")
+def annotate_command(pgn: Path, out: Path, command: str, nodes: int, workers: int) -> None:
+    """Annotate every move of a PGN with the engine's [%eval] (resumable: rerun to continue)."""
+    from training.generate import annotate
+    click.echo(f"annotated {annotate(pgn, out, _engine_command(command), nodes, workers)} games into {out}")
+
+
+@cli.command("selfplay")
+@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--engine", "command", default=f"{shlex.quote(sys.executable)} -m engine", show_default=True,
+              help="UCI engine command line (default: this engine with its shipped network).")
+@click.option("--games", default=100, show_default=True)
+@click.option("--nodes", default=400, show_default=True, help="Nodes per move.")
+@click.option("--random-plies", default=6, show_default=True, help="Random opening plies for variety.")
+@click.option("--workers", default=2, show_default=True)
+def selfplay_command(out: Path, command: str, games: int, nodes: int, random_plies: int, workers: int) -> None:
+    """Self-play games with [%eval] annotations, ready for `prepare` (resumable: rerun to continue)."""
+    from training.generate import selfplay
+    played = selfplay(out, _engine_command(command), nodes, games, workers, random_plies)
+    click.echo(f"played {played} games into {out}")
+
+
+def _engine_command(command: str) -> str:
+    """Debian installs engines in /usr/games, which is often not on PATH."""
+    import shutil
+    words = shlex.split(command)
+    if words and shutil.which(words[0]) is None and shutil.which(words[0], path="/usr/games"):
+        words[0] = shutil.which(words[0], path="/usr/games")  # type: ignore[assignment]
+    return shlex.join(words)
+
+
 if __name__ == "__main__":
     cli()
