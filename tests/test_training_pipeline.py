@@ -191,3 +191,13 @@ def test_wrong_encoding_or_kind_is_refused(tiny_model, tmp_path):
     not_onnx.write_bytes(b"not a model")
     with pytest.raises(LoadError, match="cannot load"):
         ResNetEvaluator(not_onnx)
+
+
+def test_reinforce_loop_runs_one_iteration(tiny_model, tmp_path):
+    from click.testing import CliRunner
+    from training.__main__ import cli
+    result = CliRunner().invoke(cli, ["reinforce", "--checkpoint", str(tiny_model[0]), "--out", str(tmp_path / "rl"),
+                                      "--iterations", "1", "--games", "1", "--nodes", "8", "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "rl" / "final.onnx").exists()
+    ResNetEvaluator(tmp_path / "rl" / "final.onnx")

@@ -51,6 +51,7 @@ def prepare(files: tuple[Path, ...], out: Path, encoding: str, skip_plies: int, 
 @click.option("--max-samples", default=0, show_default=True, help="Use at most this many samples (0: all).")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda.")
 @click.option("--resume", is_flag=True, help="Continue from the run directory's checkpoint.")
+@click.option("--init", default="", help="Start from the weights of this checkpoint (fine-tuning).")
 def train(data: tuple[str, ...], out: str, **kwargs) -> None:
     """Train the policy-value ResNet on prepared datasets."""
     from training.train import TrainConfig, train as run
@@ -121,6 +122,50 @@ def selfplay_command(out: Path, command: str, games: int, nodes: int, random_pli
     from training.generate import selfplay
     played = selfplay(out, _engine_command(command), nodes, games, workers, random_plies)
     click.echo(f"played {played} games into {out}")
+
+
+@cli.command("reinforce")
+@click.option("--checkpoint", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Policy-value checkpoint to improve.")
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Work directory.")
+@click.option("--iterations", default=3, show_default=True)
+@click.option("--games", default=100, show_default=True, help="Self-play games per iteration.")
+@click.option("--nodes", default=200, show_default=True, help="PUCT nodes per self-play move.")
+@click.option("--epochs", default=1, show_default=True, help="Training epochs per iteration.")
+@click.option("--lr", default=3e-4, show_default=True)
+@click.option("--workers", default=2, show_default=True)
+def reinforce(checkpoint: Path, out: Path, iterations: int, games: int, nodes: int, epochs: int, lr: float,
+              workers: int) -> None:
+    """Self-play reinforcement learning: play with the current net, train on the games, export, repeat.
+
+    Policy targets are the moves PUCT chose, value targets the game results mixed
+    with the search's own evaluations.
+    """
+    from training.dataset import build_samples, save
+    from training.export import export_resnet
+    from training.generate import selfplay
+    from training.train import TrainConfig, load_checkpoint, train as run
+    out.mkdir(parents=True, exist_ok=True)
+    encoding = load_checkpoint(checkpoint)[1]["meta"]["encoding"]
+    for iteration in range(1, iterations + 1):
+        weights = out / f"iteration{iteration - 1}.onnx"
+        export_resnet(checkpoint, weights, command="reinforce")
+        games_path = out / f"selfplay{iteration}.pgn"
+        engine = f"{shlex.quote(sys.executable)} -m engine --eval resnet --search puct --weights {weights}"
+        selfplay(games_path, engine, nodes, games, workers)
+        samples, stats = build_samples([games_path], encoding, {"require_eval": True}, workers)
+        save(samples, out / f"data{iteration}", {"encoding": encoding, "files": [str(games_path)],
+                                                  "read": stats.summary()})
+        checkpoint = run(TrainConfig(data=[str(out / f"data{iteration}")], out=str(out / f"run{iteration}"),
+                                     epochs=epochs, lr=lr, init=str(checkpoint),
+                                     **_shape(load_checkpoint(checkpoint)[1])))
+        click.echo(f"iteration {iteration}: {stats.summary()}; checkpoint {checkpoint}")
+    export_resnet(checkpoint, out / "final.onnx", command="reinforce")
+    click.echo(f"wrote {out / 'final.onnx'}")
+
+
+def _shape(state: dict) -> dict:
+    return {"blocks": state["shape"]["blocks"], "filters": state["shape"]["filters"]}
 
 
 def _engine_command(command: str) -> str:

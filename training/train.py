@@ -44,6 +44,7 @@ class TrainConfig:
     device: str = "auto"
     seed: int = 1
     resume: bool = False
+    init: str = ""  # start from this checkpoint's weights (fine-tuning, reinforcement learning)
 
 
 def pick_device(name: str) -> torch.device:
@@ -116,6 +117,8 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
     history: list[dict] = []
     start_epoch = 0
     checkpoint_path = out / "checkpoint.pt"
+    if config.init:
+        model.load_state_dict(torch.load(config.init, map_location=device)["model"])
     if config.resume and checkpoint_path.exists():
         state = torch.load(checkpoint_path, map_location=device)
         model.load_state_dict(state["model"])
