@@ -11,14 +11,16 @@ import pytest
 from tests.conftest import ROOT, engine_command, needs_stockfish, stockfish_path
 from tools.match import Player, TimeControl, load_openings, play_game, run_match
 
-COMBINATIONS = [("material", "alphabeta"), ("pst", "alphabeta"), ("material", "puct"), ("pst", "puct")]
+COMBINATIONS = [("material", "alphabeta"), ("pst", "alphabeta"), ("material", "puct"), ("pst", "puct"),
+                ("resnet", "puct"), ("resnet", "alphabeta"), ("comparator", "comparison")]
 
 
 @pytest.mark.parametrize("evaluator,search", COMBINATIONS)
 def test_every_combination_plays_legal_moves(evaluator, search):
-    """A short self-play game of each backend through the real UCI client."""
+    """A short self-play game of each backend, with the shipped weights, through the real UCI client."""
     with chess.engine.SimpleEngine.popen_uci(engine_command("--eval", evaluator, "--search", search),
                                              cwd=ROOT) as engine:
+        assert engine.id["name"].startswith("Hackmate")
         board = chess.Board()
         for _ in range(16):
             if board.is_game_over():
@@ -59,3 +61,15 @@ def test_a_game_between_two_configurations_is_recorded():
     game = play_game(ours, theirs, chess.Board("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"), TimeControl(2.0, 0.0), "1")
     assert game.headers["Result"] == "1-0"
     assert game.headers["Termination"] == "normal"
+
+
+@pytest.mark.parametrize("name", ["resnet.onnx", "comparator.onnx", "comparator.npz"])
+def test_shipped_weights_are_in_the_repository(name):
+    assert (ROOT / "weights" / name).stat().st_size > 10_000
+
+
+def test_default_engine_loads_shipped_network_without_fallback():
+    with chess.engine.SimpleEngine.popen_uci(engine_command(), cwd=ROOT) as engine:
+        assert "NNThreads" in engine.options  # only the ResNet evaluator has it; a fallback would not
+        result = engine.play(chess.Board(), chess.engine.Limit(nodes=50))
+        assert result.move in chess.Board().legal_moves
