@@ -115,3 +115,33 @@ class PstEvaluator(MaterialEvaluator):
             table = PST[(piece.color, piece.piece_type)]
             gain += table[move.to_square] - table[move.from_square]
         return gain
+
+
+def quiescence_cp(evaluator: MaterialEvaluator, board: chess.Board, budget: int = 40) -> int:
+    """Material after the capture sequence (side to move's view), searching at most ``budget`` nodes.
+
+    A cheap tactical correction for evaluators that do not see hanging pieces:
+    stand pat or capture, most valuable victim first.
+    """
+    nodes = [0]
+
+    def search(alpha: int, beta: int) -> int:
+        nodes[0] += 1
+        stand_pat = evaluator.centipawns(board)
+        if stand_pat >= beta or nodes[0] >= budget:
+            return stand_pat
+        alpha = max(alpha, stand_pat)
+        captures = sorted(board.generate_legal_captures(),
+                          key=lambda m: PIECE_VALUES[board.piece_type_at(m.to_square) or chess.PAWN]
+                          - PIECE_VALUES[board.piece_type_at(m.from_square)] / 10.0, reverse=True)  # type: ignore[index]
+        for move in captures:
+            board.push(move)
+            score = -search(-beta, -alpha)
+            board.pop()
+            if score > alpha:
+                alpha = score
+                if score >= beta:
+                    break
+        return alpha
+
+    return search(-100000, 100000)

@@ -17,7 +17,8 @@ from evaluators.base import Evaluation, Evaluator, EvaluatorOption, LoadError
 from evaluators.encoding import ENCODINGS, assemble, get_encoding
 from evaluators.moves import legal_move_indices
 from evaluators.onnx_model import open_session
-from evaluators.score import q_to_cp
+from evaluators.material import MaterialEvaluator, quiescence_cp
+from evaluators.score import cp_to_q, q_to_cp
 
 KIND = "resnet-policy-value"
 #: Rough memory of one cached evaluation (priors dict of ~35 moves).
@@ -41,16 +42,29 @@ class ResNetEvaluator(Evaluator):
                             f"head {self.metadata.get('value_head')!r} (expected az-8x8x73 and wdl)")
         self.encoding = get_encoding(encoding_name)
         self.softmax_temperature = 1.0
+        #: Share (0-1) of the heuristic capture/check priors mixed into the policy.
+        self.tactical_priors = 0.3
+        #: Share (0-1) of the capture-quiescence material score mixed into the value.
+        self.material_blend = 0.3
+        self.material = MaterialEvaluator()
         self.cache: OrderedDict[Hashable, Evaluation] = OrderedDict()
         self.cache_size = 16 * 1024 * 1024 // BYTES_PER_CACHE_ENTRY
 
     def options(self) -> list[EvaluatorOption]:
         return [EvaluatorOption("PolicyTemperature", "spin", 100, 10, 500),
+                EvaluatorOption("TacticalPriors", "spin", int(self.tactical_priors * 100), 0, 100),
+                EvaluatorOption("MaterialBlend", "spin", int(self.material_blend * 100), 0, 100),
                 EvaluatorOption("NNThreads", "spin", self.threads, 1, 64)]
 
     def set_option(self, name: str, value: Any) -> None:
         if name == "PolicyTemperature":
             self.softmax_temperature = int(value) / 100.0
+            self.cache.clear()
+        elif name == "TacticalPriors":
+            self.tactical_priors = int(value) / 100.0
+            self.cache.clear()
+        elif name == "MaterialBlend":
+            self.material_blend = int(value) / 100.0
             self.cache.clear()
         elif name == "NNThreads" and int(value) != self.threads:
             self.threads = int(value)
@@ -105,8 +119,17 @@ class ResNetEvaluator(Evaluator):
         legal_logits = logits[indices] / self.softmax_temperature
         legal_logits = np.exp(legal_logits - legal_logits.max()) if len(moves) else legal_logits
         priors = legal_logits / legal_logits.sum() if len(moves) else legal_logits
-        return Evaluation(value=float(wdl[0] - wdl[2]), draw=float(wdl[1]),
-                          priors=dict(zip(moves, priors.tolist())))
+        value, draw = float(wdl[0] - wdl[2]), float(wdl[1])
+        if self.tactical_priors and len(moves):
+            heuristic = self.material.evaluate(board).priors or {}
+            priors = (1 - self.tactical_priors) * priors + self.tactical_priors * np.array(
+                [heuristic[m] for m in moves])
+        if self.material_blend:
+            # a small network misses hanging pieces: blend in the material left after the captures
+            material_q = cp_to_q(quiescence_cp(self.material, board))
+            value = (1 - self.material_blend) * value + self.material_blend * material_q
+            draw *= 1 - abs(value)
+        return Evaluation(value=value, draw=draw, priors=dict(zip(moves, priors.tolist())))
 
     def centipawns(self, board: chess.Board) -> int:
         """The value head as centipawns (lets alpha-beta search with the network too)."""
