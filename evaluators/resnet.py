@@ -43,9 +43,9 @@ class ResNetEvaluator(Evaluator):
         self.encoding = get_encoding(encoding_name)
         self.softmax_temperature = 1.0
         #: Share (0-1) of the heuristic capture/check priors mixed into the policy.
-        self.tactical_priors = 0.3
+        self.tactical_priors = 0.5
         #: Share (0-1) of the capture-quiescence material score mixed into the value.
-        self.material_blend = 0.3
+        self.material_blend = 0.6
         self.material = MaterialEvaluator()
         self.cache: OrderedDict[Hashable, Evaluation] = OrderedDict()
         self.cache_size = 16 * 1024 * 1024 // BYTES_PER_CACHE_ENTRY
