@@ -8,7 +8,7 @@ move priors) or :class:`Comparator` (pairwise "which position is better").
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import chess
@@ -118,12 +118,5 @@ class Comparator(ABC):
         """Clear caches."""
 
 
-@dataclass
 class LoadError(Exception):
     """A weights file is missing, unreadable or not what the evaluator expects."""
-
-    message: str
-    details: list[str] = field(default_factory=list)
-
-    def __str__(self) -> str:
-        return self.message

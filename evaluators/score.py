@@ -39,6 +39,5 @@ def q_to_wdl(q: float, draw: float | None = None) -> tuple[int, int, int]:
         draw = 1.0 - abs(q)
     draw = max(0.0, min(1.0 - abs(q), draw))
     win = (1.0 - draw + q) / 2.0
-    loss = 1.0 - draw - win
     w, d = round(win * 1000), round(draw * 1000)
     return w, d, max(0, 1000 - w - d)

@@ -61,6 +61,8 @@ class PuctSearch(Search):
         self.control = SearchControl()
         self.nodes = 0
         self.reused = 0
+        self.max_depth_seen = 0
+        self.depth_sum = 0
 
     # ---------------------------------------------------------------- options
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 
-import pytest
 
 from tests.conftest import needs_stockfish, stockfish_path
 from training.generate import annotate, selfplay

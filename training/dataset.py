@@ -16,7 +16,7 @@ import json
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable
 
 import chess
 import chess.polyglot
@@ -148,6 +148,3 @@ def validation_mask(game: np.ndarray, fraction: float) -> np.ndarray:
         return np.zeros(len(game), dtype=bool)
     return (np.asarray(game).astype(np.int64) * 2654435761 % 2**32) % period == 0
 
-
-def summarize(meta: Optional[dict]) -> str:
-    return json.dumps(meta or {}, sort_keys=True)

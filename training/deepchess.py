@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-import chess
-import chess.pgn
 import numpy as np
 import torch
 from torch import nn

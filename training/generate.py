@@ -12,8 +12,6 @@ import random
 import shlex
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Optional
-
 import chess
 import chess.engine
 import chess.pgn
@@ -91,7 +89,7 @@ def _selfplay_part(args: tuple) -> int:
     return mine - done
 
 
-def _run_parts(function, jobs: list[tuple], out: Path, workers: int, total: Optional[int]) -> int:
+def _run_parts(function, jobs: list[tuple], out: Path, workers: int) -> int:
     from tqdm import tqdm
     written = 0
     with ProcessPoolExecutor(max_workers=workers) as pool:
@@ -112,11 +110,11 @@ def annotate(source: Path, out: Path, command: str, nodes: int, workers: int) ->
     with open_text(source):
         pass  # fail early with a clear message if the file is missing
     jobs = [(str(source), str(out), command, nodes, w, workers) for w in range(workers)]
-    return _run_parts(_annotate_part, jobs, out, workers, None)
+    return _run_parts(_annotate_part, jobs, out, workers)
 
 
 def selfplay(out: Path, command: str, nodes: int, games: int, workers: int, random_plies: int = 6,
              seed: int = 1) -> int:
     """Play ``games`` games of an engine against itself at ``nodes`` per move; returns games played now."""
     jobs = [(str(out), command, nodes, games, w, workers, random_plies, seed) for w in range(workers)]
-    return _run_parts(_selfplay_part, jobs, out, workers, games)
+    return _run_parts(_selfplay_part, jobs, out, workers)
