@@ -8,6 +8,7 @@ from typing import Any
 
 from evaluators.base import LoadError
 
+#: Metadata key naming what kind of network a file holds.
 KIND_KEY = "hackmate.kind"
 
 

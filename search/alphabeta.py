@@ -26,7 +26,8 @@ MAX_PLY = 128
 TB_WIN = MATE_BOUND - 1000  # tablebase wins rank just below real mates
 CHECK_NODES_EVERY = 256
 
-_MVV = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
+#: Most-valuable-victim weights for capture ordering (shared with the comparison search).
+MVV = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
 
 
 def mate_in_moves(score: int) -> Optional[int]:
@@ -271,7 +272,7 @@ class AlphaBetaSearch(Search):
             if move == tt_move:
                 score = 10_000_000
             elif (1 << move.to_square) & occupied_them:
-                score = 1_000_000 + 10 * _MVV[piece_type_at(move.to_square)] - _MVV[piece_type_at(move.from_square)]
+                score = 1_000_000 + 10 * MVV[piece_type_at(move.to_square)] - MVV[piece_type_at(move.from_square)]
             elif move.promotion:
                 score = 900_000 + move.promotion
             elif move == killers[0]:
@@ -305,8 +306,8 @@ class AlphaBetaSearch(Search):
             best = stand_pat
             piece_type_at = board.piece_type_at
             moves = sorted(board.generate_legal_captures(),
-                           key=lambda m: (_MVV[piece_type_at(m.to_square) or chess.PAWN] * 10
-                                          - _MVV[piece_type_at(m.from_square)]), reverse=True)
+                           key=lambda m: (MVV[piece_type_at(m.to_square) or chess.PAWN] * 10
+                                          - MVV[piece_type_at(m.from_square)]), reverse=True)
         for move in moves:
             board.push(move)
             score = -self._quiescence(board, -beta, -alpha, ply + 1)

@@ -18,10 +18,10 @@ import numpy as np
 
 from evaluators.base import Comparator
 from evaluators.score import q_to_cp, q_to_wdl
+from search.alphabeta import MVV
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
 
 MAX_PLY = 64
-_MVV = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
 
 
 @dataclass
@@ -142,7 +142,7 @@ class ComparisonSearch(Search):
             if move == hint:
                 return 1000
             if board.is_capture(move):
-                return 100 + 10 * _MVV[piece_type_at(move.to_square) or chess.PAWN] - _MVV[piece_type_at(move.from_square)]
+                return 100 + 10 * MVV[piece_type_at(move.to_square) or chess.PAWN] - MVV[piece_type_at(move.from_square)]
             return 0
         return sorted(board.legal_moves, key=key, reverse=True)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import queue
-import shutil
 import subprocess
 import sys
 import threading
@@ -14,12 +13,13 @@ from typing import Optional
 
 import pytest
 
+from tools.match import find_stockfish
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
-def stockfish_path() -> Optional[str]:
-    return shutil.which("stockfish") or shutil.which("stockfish", path="/usr/games")
+stockfish_path = find_stockfish
 
 
 needs_stockfish = pytest.mark.skipif(stockfish_path() is None,

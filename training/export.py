@@ -9,8 +9,9 @@ import onnx
 import torch
 from torch import nn
 
-#: Metadata key naming what kind of network a file holds.
-KIND_KEY = "hackmate.kind"
+from evaluators.comparator import KIND as COMPARATOR_KIND
+from evaluators.onnx_model import KIND_KEY
+from evaluators.resnet import KIND as RESNET_KIND
 
 
 def write_metadata(path: Path, metadata: dict[str, str]) -> None:
@@ -42,7 +43,7 @@ def export_resnet(checkpoint: Path, out: Path, command: str = "") -> Path:
     encoding = get_encoding(state["meta"]["encoding"])
     example = torch.zeros(1, encoding.planes, 8, 8)
     sources = [{k: m.get(k) for k in ("files", "samples", "filters")} for m in state["meta"]["sources"]]
-    metadata = {KIND_KEY: "resnet-policy-value", "encoding": encoding.name, "policy_layout": "az-8x8x73",
+    metadata = {KIND_KEY: RESNET_KIND, "encoding": encoding.name, "policy_layout": "az-8x8x73",
                 "value_head": "wdl", "network": state["shape"], "training_data": sources,
                 "validation": checkpoint_summary(state) or {}, "training_config": state["config"],
                 "command": command}
@@ -68,12 +69,12 @@ def export_comparator(checkpoint: Path, out: Path, command: str = "") -> Path:
         def forward(self, first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
             return torch.softmax(self.model(first, second), dim=1)
 
-    metadata = {KIND_KEY: "deepchess-comparator", "encoding": "bits773", "network": state["sizes"],
+    metadata = {KIND_KEY: COMPARATOR_KIND, "encoding": "bits773", "network": state["sizes"],
                 "report": state["report"], "command": command}
     export_module(Probability(), example, out, ["first", "second"], ["probability"], metadata)
     linear = [m for m in model.modules() if isinstance(m, nn.Linear)]
     tower_layers = len(state["sizes"]["tower"]) - 1
-    arrays = {"kind": np.array("deepchess-comparator"), "tower_layers": np.array(tower_layers)}
+    arrays = {"kind": np.array(COMPARATOR_KIND), "tower_layers": np.array(tower_layers)}
     for i, layer in enumerate(linear):
         arrays[f"w{i}"] = layer.weight.detach().numpy().T.copy()
         arrays[f"b{i}"] = layer.bias.detach().numpy().copy()
