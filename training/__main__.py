@@ -80,6 +80,7 @@ def export(checkpoint: Path, out: Path) -> None:
 @click.option("--lr", default=1e-3, show_default=True)
 @click.option("--validation", default=0.1, show_default=True, help="Fraction of games held out.")
 @click.option("--seed", default=1, show_default=True)
+@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda.")
 def deepchess(pgn: tuple[str, ...], out: str, **kwargs) -> None:
     """DeepChess: Pos2Vec pretraining, Siamese comparator, distillation and a small net from scratch."""
     from training.deepchess import DeepChessConfig, run_pipeline

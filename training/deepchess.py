@@ -29,11 +29,13 @@ from torch.nn import functional as F
 
 from evaluators.bits773 import INPUT_SIZE, encode
 from training.pgn import RESULT_WHITE, ReadStats, iter_games
+from training.train import pick_device
 
 POS2VEC_LAYERS = [INPUT_SIZE, 600, 400, 200, 100]
 TEACHER_HEAD = [200, 400, 200, 100, 2]
 STUDENT_LAYERS = [INPUT_SIZE, 100, 100, 100]
 STUDENT_HEAD = [200, 100, 2]
+CPU = torch.device("cpu")
 
 
 def mlp(sizes: list[int], final_activation: bool) -> nn.Sequential:
@@ -122,13 +124,13 @@ def sample_pairs(positions: PositionSet, count: int, rng: np.random.Generator
 
 
 def pretrain_pos2vec(bits: np.ndarray, epochs: int, lr: float = 5e-3, decay: float = 0.98, batch: int = 256,
-                     log: Callable[[str], None] = print) -> nn.Sequential:
+                     log: Callable[[str], None] = print, device: torch.device = CPU) -> nn.Sequential:
     """Layer-wise autoencoder pretraining; returns the stacked encoder (the Pos2Vec tower)."""
-    x = torch.from_numpy(bits).float()
+    x = torch.from_numpy(bits).float().to(device)
     encoders: list[nn.Module] = []
     for depth in range(len(POS2VEC_LAYERS) - 1):
-        encoder = nn.Sequential(nn.Linear(POS2VEC_LAYERS[depth], POS2VEC_LAYERS[depth + 1]), nn.ReLU())
-        decoder = nn.Linear(POS2VEC_LAYERS[depth + 1], POS2VEC_LAYERS[depth])
+        encoder = nn.Sequential(nn.Linear(POS2VEC_LAYERS[depth], POS2VEC_LAYERS[depth + 1]), nn.ReLU()).to(device)
+        decoder = nn.Linear(POS2VEC_LAYERS[depth + 1], POS2VEC_LAYERS[depth]).to(device)
         optimizer = torch.optim.Adam([*encoder.parameters(), *decoder.parameters()], lr=lr)
         scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, decay)
         with torch.no_grad():
@@ -136,8 +138,8 @@ def pretrain_pos2vec(bits: np.ndarray, epochs: int, lr: float = 5e-3, decay: flo
             for previous in encoders:
                 inputs = previous(inputs)
         for epoch in range(epochs):
-            order = torch.randperm(len(inputs))
-            total = 0.0
+            order = torch.randperm(len(inputs), device=device)
+            total = torch.zeros((), device=device)
             for start in range(0, len(inputs), batch):
                 chunk = inputs[order[start:start + batch]]
                 output = decoder(encoder(chunk))
@@ -146,9 +148,9 @@ def pretrain_pos2vec(bits: np.ndarray, epochs: int, lr: float = 5e-3, decay: flo
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
-                total += loss.item() * len(chunk)
+                total += loss.detach() * len(chunk)
             scheduler.step()
-            log(f"pos2vec layer {depth + 1} epoch {epoch + 1}: reconstruction loss {total / len(inputs):.4f}")
+            log(f"pos2vec layer {depth + 1} epoch {epoch + 1}: reconstruction loss {total.item() / len(inputs):.4f}")
         encoders.append(encoder)
     return nn.Sequential(*[layer for encoder in encoders for layer in encoder])
 
@@ -156,7 +158,8 @@ def pretrain_pos2vec(bits: np.ndarray, epochs: int, lr: float = 5e-3, decay: flo
 @torch.no_grad()
 def pair_accuracy(model: Comparator, pairs: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> float:
     model.eval()
-    first, second, label = pairs
+    device = next(model.parameters()).device
+    first, second, label = (t.to(device) for t in pairs)
     return (model(first, second).argmax(1) == label).float().mean().item()
 
 
@@ -165,12 +168,13 @@ def train_comparator(model: Comparator, train_set: PositionSet, val_pairs, epoch
                      batch: int = 256, name: str = "siamese", log: Callable[[str], None] = print) -> list[float]:
     """Cross-entropy on won/lost pairs, or, with ``teacher``, matching its soft outputs (distillation)."""
     rng = np.random.default_rng(seed)
+    device = next(model.parameters()).device
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, decay)
     history = []
     for epoch in range(epochs):
         model.train()
-        first, second, label = sample_pairs(train_set, pairs_per_epoch, rng)  # fresh pairs every epoch
+        first, second, label = (t.to(device) for t in sample_pairs(train_set, pairs_per_epoch, rng))  # fresh each epoch
         if teacher is not None:
             teacher.eval()
             with torch.no_grad():
@@ -196,21 +200,22 @@ def train_comparator(model: Comparator, train_set: PositionSet, val_pairs, epoch
 def distill_tower(student: Comparator, teacher: Comparator, bits: np.ndarray, epochs: int, lr: float,
                   batch: int = 256, log: Callable[[str], None] = print) -> None:
     """Stage one of distillation: the small tower regresses the teacher's 100 features."""
-    x = torch.from_numpy(bits).float()
+    device = next(student.parameters()).device
+    x = torch.from_numpy(bits).float().to(device)
     with torch.no_grad():
         target = teacher.features(x)
     optimizer = torch.optim.Adam(student.tower.parameters(), lr=lr)
     for epoch in range(epochs):
-        order = torch.randperm(len(x))
-        total = 0.0
+        order = torch.randperm(len(x), device=device)
+        total = torch.zeros((), device=device)
         for start in range(0, len(x), batch):
             index = order[start:start + batch]
             loss = F.mse_loss(student.features(x[index]), target[index])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            total += loss.item() * len(index)
-        log(f"distill tower epoch {epoch + 1}: feature MSE {total / len(x):.4f}")
+            total += loss.detach() * len(index)
+        log(f"distill tower epoch {epoch + 1}: feature MSE {total.item() / len(x):.4f}")
 
 
 @dataclass
@@ -226,12 +231,15 @@ class DeepChessConfig:
     validation: float = 0.1
     val_pairs: int = 20_000
     seed: int = 1
+    device: str = "auto"  # auto, cpu, cuda
 
 
 def run_pipeline(config: DeepChessConfig, log: Callable[[str], None] = print) -> dict:
     """All stages; writes teacher.pt, student.pt, scratch.pt and report.json into ``config.out``."""
     torch.manual_seed(config.seed)
-    torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+    device = pick_device(config.device)
+    if device.type == "cpu":
+        torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     stats = ReadStats()
@@ -242,15 +250,15 @@ def run_pipeline(config: DeepChessConfig, log: Callable[[str], None] = print) ->
         raise ValueError("need won and lost games for training and for validation")
     val_pairs = sample_pairs(val_set, config.val_pairs, np.random.default_rng(config.seed + 1))
 
-    teacher = Comparator(POS2VEC_LAYERS, TEACHER_HEAD)
-    teacher.tower = pretrain_pos2vec(train_set.bits, config.pretrain_epochs, log=log)
+    teacher = Comparator(POS2VEC_LAYERS, TEACHER_HEAD).to(device)
+    teacher.tower = pretrain_pos2vec(train_set.bits, config.pretrain_epochs, log=log, device=device)
     teacher_history = train_comparator(teacher, train_set, val_pairs, config.epochs, config.pairs_per_epoch,
                                        config.lr, config.seed, name="siamese", log=log)
-    student = Comparator(STUDENT_LAYERS, STUDENT_HEAD)
+    student = Comparator(STUDENT_LAYERS, STUDENT_HEAD).to(device)
     distill_tower(student, teacher, train_set.bits, max(1, config.distill_epochs // 4), config.lr, log=log)
     student_history = train_comparator(student, train_set, val_pairs, config.distill_epochs, config.pairs_per_epoch,
                                        config.lr, config.seed + 2, teacher=teacher, name="distilled", log=log)
-    scratch = Comparator(STUDENT_LAYERS, STUDENT_HEAD)
+    scratch = Comparator(STUDENT_LAYERS, STUDENT_HEAD).to(device)
     scratch_history = train_comparator(scratch, train_set, val_pairs, config.distill_epochs, config.pairs_per_epoch,
                                        config.lr, config.seed + 3, name="small-from-scratch", log=log)
     report = {"data": {"files": config.pgn, "read": stats.summary(), "train_positions": int(len(train_set.bits)),
@@ -259,7 +267,7 @@ def run_pipeline(config: DeepChessConfig, log: Callable[[str], None] = print) ->
                            "small_from_scratch": scratch_history[-1]},
               "config": config.__dict__}
     for name, model in (("teacher", teacher), ("student", student), ("scratch", scratch)):
-        torch.save({"model": model.state_dict(), "sizes": model.sizes, "report": report}, out / f"{name}.pt")
+        torch.save({"model": {k: v.cpu() for k, v in model.state_dict().items()}, "sizes": model.sizes, "report": report}, out / f"{name}.pt")
     (out / "report.json").write_text(json.dumps(report, indent=2))
     return report
 
