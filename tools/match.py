@@ -26,6 +26,39 @@ import click
 from tools.elo import MatchStats
 
 MAX_PLIES = 400  # adjudicated as a draw beyond this
+MATE_CP = 100_000
+
+
+@dataclass
+class Adjudication:
+    """cutechess-cli style adjudication from the scores both engines report.
+
+    Resign: both engines agree, for ``resign_moves`` moves each, that one side
+    is at least ``resign_cp`` behind (or mated). Draw: from full move
+    ``draw_after`` on, both see the game within ``draw_cp`` of equal for
+    ``draw_moves`` moves each. A rule is off when its move count is 0.
+    """
+
+    resign_cp: int = 1000
+    resign_moves: int = 3
+    draw_cp: int = 10
+    draw_moves: int = 8
+    draw_after: int = 40
+
+    def verdict(self, board: chess.Board, white_scores: list[Optional[int]]) -> Optional[tuple[str, str]]:
+        """(result, termination) once a rule holds for the scores so far (one per ply, White's view)."""
+        if self.resign_moves:
+            recent = white_scores[-2 * self.resign_moves:]
+            if len(recent) == 2 * self.resign_moves and all(s is not None for s in recent):
+                if all(s >= self.resign_cp for s in recent):  # type: ignore[operator]
+                    return "1-0", "adjudication (resign)"
+                if all(s <= -self.resign_cp for s in recent):  # type: ignore[operator]
+                    return "0-1", "adjudication (resign)"
+        if self.draw_moves and board.fullmove_number > self.draw_after:
+            recent = white_scores[-2 * self.draw_moves:]
+            if len(recent) == 2 * self.draw_moves and all(s is not None and abs(s) <= self.draw_cp for s in recent):
+                return "1/2-1/2", "adjudication (draw)"
+        return None
 
 
 @dataclass
@@ -76,9 +109,10 @@ def load_openings(path: Optional[Path], limit: int, seed: int, plies: int = 0) -
 
 
 def play_game(white: Player, black: Player, opening: chess.Board, tc: TimeControl,
-              round_name: str) -> chess.pgn.Game:
+              round_name: str, adjudication: Optional[Adjudication] = None) -> chess.pgn.Game:
     """One game with clocks; returns the PGN with Result and Termination tags."""
     board = opening.copy()
+    white_scores: list[Optional[int]] = []
     clocks = {chess.WHITE: tc.base_s, chess.BLACK: tc.base_s}
     engines = {}
     termination = "normal"
@@ -96,7 +130,7 @@ def play_game(white: Player, black: Player, opening: chess.Board, tc: TimeContro
                                        white_inc=tc.increment_s, black_inc=tc.increment_s)
             started = time.monotonic()
             try:
-                played = engines[mover].play(board, limit, game=round_name)
+                played = engines[mover].play(board, limit, game=round_name, info=chess.engine.INFO_SCORE)
             except (chess.engine.EngineError, chess.engine.EngineTerminatedError) as error:
                 termination = f"rules infraction ({error})"
                 result = "0-1" if mover == chess.WHITE else "1-0"
@@ -112,6 +146,12 @@ def play_game(white: Player, black: Player, opening: chess.Board, tc: TimeContro
                 result = "0-1" if mover == chess.WHITE else "1-0"
                 break
             board.push(played.move)
+            score = played.info.get("score")
+            white_scores.append(None if score is None else score.white().score(mate_score=MATE_CP))
+            verdict = adjudication.verdict(board, white_scores) if adjudication else None
+            if verdict is not None:
+                result, termination = verdict
+                break
         else:
             outcome = board.outcome(claim_draw=True)
             if outcome is not None:
@@ -132,7 +172,8 @@ def play_game(white: Player, black: Player, opening: chess.Board, tc: TimeContro
 
 
 def run_match(ours: Player, theirs: Player, openings: list[chess.Board], games: int, tc: TimeControl,
-              concurrency: int, pgn_out: Optional[Path], log=print) -> MatchStats:
+              concurrency: int, pgn_out: Optional[Path], log=print,
+              adjudication: Optional[Adjudication] = None) -> MatchStats:
     """Play ``games`` games (pairs of colours per opening); returns stats from our point of view."""
     schedule = []
     for index in range(games):
@@ -146,7 +187,7 @@ def run_match(ours: Player, theirs: Player, openings: list[chess.Board], games: 
     def one(item: tuple[int, chess.Board, bool]) -> None:
         index, opening, ours_white = item
         white, black = (ours, theirs) if ours_white else (theirs, ours)
-        game = play_game(white, black, opening, tc, str(index + 1))
+        game = play_game(white, black, opening, tc, str(index + 1), adjudication)
         result = game.headers["Result"]
         with lock:
             if result == "1/2-1/2":
@@ -202,9 +243,12 @@ def find_stockfish() -> Optional[str]:
 @click.option("--pgn", "pgn_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the games to this PGN file.")
 @click.option("--seed", default=1, show_default=True, help="Seed for choosing openings.")
+@click.option("--adjudicate/--no-adjudicate", default=True, show_default=True,
+              help="End decided games early: resign when both engines see one side 1000 cp behind for 3 moves "
+                   "each; draw after move 40 when both see the game within 10 cp for 8 moves each.")
 def cli(engine_args: str, engine_options: tuple[str, ...], opponent: str, opponent_args: str,
         opponent_options: tuple[str, ...], games: int, tc: str, openings: Optional[Path], opening_plies: int, concurrency: int,
-        pgn_out: Optional[Path], seed: int) -> None:
+        pgn_out: Optional[Path], seed: int, adjudicate: bool) -> None:
     """Play a match of our engine against another UCI engine and print W/D/L, Elo and LOS."""
     our_command = [sys.executable, "-m", "engine", *shlex.split(engine_args)]
     ours = Player("hackmate " + engine_args if engine_args else "hackmate", our_command,
@@ -222,7 +266,8 @@ def cli(engine_args: str, engine_options: tuple[str, ...], opponent: str, oppone
         opts = parse_options(opponent_options)
         theirs = Player(" ".join(command) + "".join(f" {k}={v}" for k, v in opts.items()), command, opts)
     positions = load_openings(openings, (games + 1) // 2, seed, opening_plies)
-    stats = run_match(ours, theirs, positions, games, TimeControl.parse(tc), concurrency, pgn_out)
+    stats = run_match(ours, theirs, positions, games, TimeControl.parse(tc), concurrency, pgn_out,
+                      adjudication=Adjudication() if adjudicate else None)
     click.echo(f"Final: {ours.name} vs {theirs.name} at {tc}: {stats.summary()}")
 
 

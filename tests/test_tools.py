@@ -1,0 +1,55 @@
+"""The match runner's adjudication and the EPD test-suite runner."""
+
+from __future__ import annotations
+
+import sys
+
+import chess
+import chess.engine
+import pytest
+
+from tools.match import Adjudication
+from tools.suite import is_solved, load_suite, run_suite
+
+LATE = chess.Board("4k3/8/8/8/8/8/8/4K3 w - - 0 60")  # past move 40
+EARLY = chess.Board("4k3/8/8/8/8/8/8/4K3 w - - 0 20")
+
+
+def test_resign_needs_both_engines_to_agree_for_three_moves_each():
+    rules = Adjudication()
+    assert rules.verdict(EARLY, [1200] * 6) == ("1-0", "adjudication (resign)")
+    assert rules.verdict(EARLY, [-100_000] * 6) == ("0-1", "adjudication (resign)")
+    assert rules.verdict(EARLY, [1200] * 5) is None  # not yet three moves each
+    assert rules.verdict(EARLY, [1200, 1200, 900, 1200, 1200, 1200]) is None  # one engine disagreed
+    assert rules.verdict(EARLY, [1200, 1200, None, 1200, 1200, 1200]) is None  # a move without a score
+
+
+def test_draw_only_late_and_near_equal():
+    rules = Adjudication()
+    assert rules.verdict(LATE, [5, -3] * 8) == ("1/2-1/2", "adjudication (draw)")
+    assert rules.verdict(EARLY, [5, -3] * 8) is None
+    assert rules.verdict(LATE, [5, -30] * 8) is None
+    assert Adjudication(draw_moves=0, resign_moves=0).verdict(LATE, [0] * 20) is None
+
+
+def test_suite_scoring(tmp_path):
+    epd = tmp_path / "suite.epd"
+    epd.write_text('6k1/5ppp/8/8/8/8/8/R5K1 w - - bm Ra8#; id "back rank";\n'
+                   '4k3/8/4p3/3p4/8/8/3Q4/4K3 w - - am Qxd5; id "poisoned";\n'
+                   '4k3/8/8/8/8/8/8/4K3 w - - id "no opcode";\n')
+    positions = load_suite(epd)
+    assert len(positions) == 2
+    board, ops = positions[0]
+    assert is_solved(chess.Move.from_uci("a1a8"), ops) and not is_solved(chess.Move.from_uci("a1a7"), ops)
+    assert not is_solved(None, ops)
+    command = [sys.executable, "-m", "engine", "--eval", "material", "--search", "alphabeta"]
+    result = run_suite(command, {}, positions, chess.engine.Limit(nodes=3000))
+    assert (result.solved, result.total) == (2, 2) and result.nodes > 0
+
+
+def test_suite_rejects_a_malformed_line(tmp_path):
+    import click
+    epd = tmp_path / "bad.epd"
+    epd.write_text("this is not a position bm e4;\n")
+    with pytest.raises(click.ClickException, match="line 1"):
+        load_suite(epd)
