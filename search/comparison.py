@@ -11,17 +11,18 @@ the starting position, the comparator's picture of an even game.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import chess
 import numpy as np
 
-from evaluators.base import Comparator
+from evaluators.base import Comparator, EvaluatorOption
 from evaluators.score import q_to_cp, q_to_wdl
 from search.alphabeta import MVV
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
 
 MAX_PLY = 64
+MAX_QUIESCENCE_PLIES = 8
 
 
 @dataclass
@@ -46,6 +47,14 @@ class ComparisonSearch(Search):
         self.seldepth = 0
         self.comparisons = 0
         self.best_moves: dict[int, chess.Move] = {}
+        self.quiescence = True
+
+    def options(self) -> list[EvaluatorOption]:
+        return [EvaluatorOption("Quiescence", "check", self.quiescence)]
+
+    def set_option(self, name: str, value: Any) -> None:
+        if name == "Quiescence":
+            self.quiescence = bool(value)
 
     # ----------------------------------------------------------- ordering
 
@@ -156,28 +165,83 @@ class ComparisonSearch(Search):
         if terminal is not None:
             return terminal
         if depth == 0 or ply >= MAX_PLY:
+            if self.quiescence and ply < MAX_PLY:
+                return self._quiescence(board, ply, 0, alpha, beta)
             return Leaf(self.comparator.features(board))
+        return self._expand(board, moves, ply, alpha, beta, None, True,
+                            lambda a, b: self._alphabeta(board, depth - 1, ply + 1, a, b))
+
+    def _quiescence(self, board: chess.Board, ply: int, qply: int, alpha: Leaf, beta: Leaf) -> Leaf:
+        """Captures only, so that the comparator (trained on quiet positions) judges quiet ones.
+
+        The side to move may stand pat on the current position; in check it must
+        answer with any legal move, and a position with no answer is mate.
+        """
+        if qply > 0:
+            self.nodes += 1
+            if self.nodes % 64 == 0 and self.control.stopped(self.nodes):
+                raise SearchStopped
+            self.seldepth = max(self.seldepth, ply)
+        if board.is_check():
+            moves = self._ordered(board, ply)
+            if not moves:
+                return Leaf(None, mate_ply=ply if board.turn == chess.BLACK else -ply)
+            if qply >= MAX_QUIESCENCE_PLIES or ply >= MAX_PLY:
+                return Leaf(self.comparator.features(board))
+            return self._expand(board, moves, ply, alpha, beta, None, False,
+                                lambda a, b: self._quiescence(board, ply + 1, qply + 1, a, b))
+        stand_pat = Leaf(self.comparator.features(board))
+        if qply >= MAX_QUIESCENCE_PLIES or ply >= MAX_PLY:
+            return stand_pat
+        return self._expand(board, self._promising_captures(board), ply, alpha, beta, stand_pat, False,
+                            lambda a, b: self._quiescence(board, ply + 1, qply + 1, a, b))
+
+    @staticmethod
+    def _promising_captures(board: chess.Board) -> list[chess.Move]:
+        """Captures most valuable victim first, leaving out a bigger piece taking a defended smaller one."""
+        piece_type_at, them = board.piece_type_at, not board.turn
+        scored = []
+        for move in board.generate_legal_captures():
+            victim = MVV[piece_type_at(move.to_square) or chess.PAWN]  # empty target: en passant
+            attacker = MVV[piece_type_at(move.from_square) or chess.PAWN]
+            if attacker > victim and board.is_attacked_by(them, move.to_square):
+                continue
+            scored.append((10 * victim - attacker, move))
+        scored.sort(key=lambda item: item[0], reverse=True)
+        return [move for _, move in scored]
+
+    def _expand(self, board: chess.Board, moves: list[chess.Move], ply: int, alpha: Leaf, beta: Leaf,
+                best: Optional[Leaf], remember: bool, child: Callable[[Leaf, Leaf], Leaf]) -> Leaf:
+        """Search ``moves`` with ``child(alpha_pos, beta_pos)``, keeping the side to move's best leaf.
+
+        ``best`` is a stand-pat leaf (quiescence) or None; a node is cut as soon
+        as alpha_pos is no longer worse for White than beta_pos.
+        """
         white = board.turn == chess.WHITE
-        best: Optional[Leaf] = None
+        if best is not None:
+            alpha, beta = self._narrow(white, best, alpha, beta)
+            if not self.white_prefers(beta, alpha):
+                return best
         for move in moves:
             self.comparator.push(board, move)
             try:
-                leaf = self._alphabeta(board, depth - 1, ply + 1, alpha, beta)
+                leaf = child(alpha, beta)
             finally:
                 self.comparator.pop(board)
             leaf = Leaf(leaf.features, leaf.mate_ply, leaf.draw, (move,) + leaf.pv, leaf.bound)
             if best is None or (self.white_prefers(leaf, best) if white else self.white_prefers(best, leaf)):
                 best = leaf
-                self.best_moves[ply] = move
-            if white:
-                if self.white_prefers(best, alpha):
-                    alpha = best
-                if not self.white_prefers(beta, alpha):
-                    break  # White already has something Black will not allow
-            else:
-                if self.white_prefers(beta, best):
-                    beta = best
-                if not self.white_prefers(beta, alpha):
-                    break
+                if remember:
+                    self.best_moves[ply] = move
+            alpha, beta = self._narrow(white, best, alpha, beta)
+            if not self.white_prefers(beta, alpha):
+                break  # the side to move already has something the opponent will not allow
         assert best is not None
         return best
+
+    def _narrow(self, white: bool, best: Leaf, alpha: Leaf, beta: Leaf) -> tuple[Leaf, Leaf]:
+        if white and self.white_prefers(best, alpha):
+            return best, beta
+        if not white and self.white_prefers(beta, best):
+            return alpha, best
+        return alpha, beta
