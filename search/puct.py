@@ -22,6 +22,39 @@ from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResul
 REPORT_EVERY_S = 1.0
 
 
+MATES_NEXT_MOVE = (1.0, 0.0)  # terminal value of a position whose side to move mates at once
+
+
+def mate_in_one(board: chess.Board) -> Optional[chess.Move]:
+    """A move that mates at once, if the side to move has one.
+
+    A few hundred playouts often never visit the opponent's one mating reply, so
+    a leaf that allows mate would look fine; this check makes it a proven loss.
+    Only moves landing on a square that attacks the enemy king (and promotions)
+    are tried, which keeps it cheap; mates by discovered check are not seen.
+    """
+    us = board.turn
+    king = board.king(not us)
+    if king is None:
+        return None
+    occupied = board.occupied
+    diagonal = chess.BB_DIAG_ATTACKS[king][chess.BB_DIAG_MASKS[king] & occupied]
+    straight = (chess.BB_RANK_ATTACKS[king][chess.BB_RANK_MASKS[king] & occupied]
+                | chess.BB_FILE_ATTACKS[king][chess.BB_FILE_MASKS[king] & occupied])
+    checking = {chess.PAWN: chess.BB_PAWN_ATTACKS[not us][king], chess.KNIGHT: chess.BB_KNIGHT_ATTACKS[king],
+                chess.BISHOP: diagonal, chess.ROOK: straight, chess.QUEEN: diagonal | straight, chess.KING: 0}
+    for move in board.generate_legal_moves():
+        piece = move.promotion or board.piece_type_at(move.from_square)
+        if not (checking[piece] & chess.BB_SQUARES[move.to_square]):  # type: ignore[index]
+            continue
+        board.push(move)
+        mated = board.is_checkmate()
+        board.pop()
+        if mated:
+            return move
+    return None
+
+
 class Node:
     """A tree node. ``value_sum`` is from the point of view of the side that moved into it."""
 
@@ -178,6 +211,7 @@ class PuctSearch(Search):
             terminal = self._terminal_value(leaf_board)
             if terminal is not None:
                 leaf.terminal = terminal
+                leaf.plies = 1 if terminal == MATES_NEXT_MOVE else 0
                 self._backup(path, *terminal)
                 self._solve_upwards(path)
                 continue
@@ -219,6 +253,8 @@ class PuctSearch(Search):
         best, best_score = children[0], -math.inf
         cpuct = self.cpuct
         for child in children:
+            if child.terminal is not None and child.terminal[0] == 1.0:
+                continue  # proven lost for the side choosing (MCTS-solver): never worth a visit
             n = child.visits + child.virtual
             if n:
                 q = (child.value_sum - child.virtual) / n  # virtual losses count as losses
@@ -241,6 +277,8 @@ class PuctSearch(Search):
             wdl = self.tablebase.probe_wdl(board)
             if wdl is not None:
                 return (0.0, 1.0) if wdl in (-1, 0, 1) else ((1.0, 0.0) if wdl > 0 else (-1.0, 0.0))
+        if mate_in_one(board) is not None:
+            return MATES_NEXT_MOVE
         return None
 
     def _expand(self, node: Node, evaluation: Evaluation) -> None:
@@ -276,7 +314,9 @@ class PuctSearch(Search):
 
     @staticmethod
     def _ranked(node: Node) -> list[Node]:
-        return sorted(node.children or [], key=lambda c: (c.visits, c.q(), c.prior), reverse=True)
+        def lost(child: Node) -> bool:
+            return child.terminal is not None and child.terminal[0] == 1.0
+        return sorted(node.children or [], key=lambda c: (not lost(c), c.visits, c.q(), c.prior), reverse=True)
 
     def _best_child(self, node: Node) -> Node:
         mate = self._proven_mate(node)

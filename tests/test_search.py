@@ -6,7 +6,9 @@ import chess
 import chess.polyglot
 import pytest
 
+from evaluators.base import Evaluation
 from evaluators.material import MaterialEvaluator, PstEvaluator
+from evaluators.score import cp_to_q
 from search.alphabeta import AlphaBetaSearch
 from search.base import SearchControl
 from search.puct import PuctSearch
@@ -79,3 +81,31 @@ def test_puct_stops_on_stop_event():
     control.stop()
     result = search.search(chess.Board(), control, lambda info: None)
     assert result.best_move in chess.Board().legal_moves
+
+
+def test_mate_in_one_detection():
+    from search.puct import mate_in_one
+    assert mate_in_one(chess.Board("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1")) == chess.Move.from_uci("a1a8")
+    assert mate_in_one(chess.Board("4r1k1/3R1ppp/8/8/8/8/5PPP/6K1 b - - 0 1")) == chess.Move.from_uci("e8e1")
+    assert mate_in_one(chess.Board()) is None
+    assert mate_in_one(chess.Board("6k1/5ppp/8/8/8/8/5PPP/R5K1 b - - 0 1")) is None
+
+
+class CaptureHungryEvaluator(MaterialEvaluator):
+    """Material value, but priors that almost only look at captures (checks get no bonus)."""
+
+    def evaluate(self, board: chess.Board) -> Evaluation:
+        moves = list(board.legal_moves)
+        weights = [1000.0 if board.is_capture(move) else 1.0 for move in moves]
+        total = sum(weights)
+        return Evaluation(value=cp_to_q(self.centipawns(board)),
+                          priors={move: w / total for move, w in zip(moves, weights)})
+
+
+def test_puct_does_not_take_a_piece_that_allows_mate_in_one():
+    # Rxd7 wins a knight but leaves the back rank: ...Re1#. With 20 playouts the
+    # reply is never visited; the mate-in-one check at the leaf proves the loss.
+    board = chess.Board("4r1k1/3n1ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1")
+    search = PuctSearch(CaptureHungryEvaluator())
+    result = search.search(board, SearchControl(max_nodes=20), lambda info: None)
+    assert result.best_move != chess.Move.from_uci("d1d7")
