@@ -30,6 +30,12 @@ CHECK_NODES_EVERY = 256
 MVV = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
 
 
+def mvv_lva(board: chess.Board, move: chess.Move) -> int:
+    """Capture ordering key: most valuable victim first, then least valuable attacker (en passant: a pawn)."""
+    victim = board.piece_type_at(move.to_square) or chess.PAWN
+    return 10 * MVV[victim] - MVV[board.piece_type_at(move.from_square) or chess.PAWN]
+
+
 def mate_in_moves(score: int) -> Optional[int]:
     """UCI's `mate N` (positive: we mate) for a mate score, else None."""
     if score >= MATE_BOUND:
@@ -265,14 +271,13 @@ class AlphaBetaSearch(Search):
     def _ordered_moves(self, board: chess.Board, tt_move: Optional[chess.Move], ply: int) -> list[chess.Move]:
         killers = self.killers[ply]
         history = self.history
-        piece_type_at = board.piece_type_at
         occupied_them = board.occupied_co[not board.turn]
         scored = []
         for move in board.legal_moves:
             if move == tt_move:
                 score = 10_000_000
             elif (1 << move.to_square) & occupied_them:
-                score = 1_000_000 + 10 * MVV[piece_type_at(move.to_square)] - MVV[piece_type_at(move.from_square)]
+                score = 1_000_000 + mvv_lva(board, move)
             elif move.promotion:
                 score = 900_000 + move.promotion
             elif move == killers[0]:
@@ -304,10 +309,7 @@ class AlphaBetaSearch(Search):
                 return stand_pat
             alpha = max(alpha, stand_pat)
             best = stand_pat
-            piece_type_at = board.piece_type_at
-            moves = sorted(board.generate_legal_captures(),
-                           key=lambda m: (MVV[piece_type_at(m.to_square) or chess.PAWN] * 10
-                                          - MVV[piece_type_at(m.from_square)]), reverse=True)
+            moves = sorted(board.generate_legal_captures(), key=lambda m: mvv_lva(board, m), reverse=True)
         for move in moves:
             board.push(move)
             score = -self._quiescence(board, -beta, -alpha, ply + 1)

@@ -18,7 +18,7 @@ import numpy as np
 
 from evaluators.base import Comparator, EvaluatorOption
 from evaluators.score import q_to_cp, q_to_wdl
-from search.alphabeta import MVV
+from search.alphabeta import MVV, mvv_lva
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
 
 MAX_PLY = 64
@@ -145,13 +145,12 @@ class ComparisonSearch(Search):
 
     def _ordered(self, board: chess.Board, ply: int) -> list[chess.Move]:
         hint = self.best_moves.get(ply)
-        piece_type_at = board.piece_type_at
 
         def key(move: chess.Move) -> int:
             if move == hint:
                 return 1000
             if board.is_capture(move):
-                return 100 + 10 * MVV[piece_type_at(move.to_square) or chess.PAWN] - MVV[piece_type_at(move.from_square)]
+                return 100 + mvv_lva(board, move)
             return 0
         return sorted(board.legal_moves, key=key, reverse=True)
 
@@ -200,15 +199,13 @@ class ComparisonSearch(Search):
     def _promising_captures(board: chess.Board) -> list[chess.Move]:
         """Captures most valuable victim first, leaving out a bigger piece taking a defended smaller one."""
         piece_type_at, them = board.piece_type_at, not board.turn
-        scored = []
+        promising = []
         for move in board.generate_legal_captures():
             victim = MVV[piece_type_at(move.to_square) or chess.PAWN]  # empty target: en passant
             attacker = MVV[piece_type_at(move.from_square) or chess.PAWN]
-            if attacker > victim and board.is_attacked_by(them, move.to_square):
-                continue
-            scored.append((10 * victim - attacker, move))
-        scored.sort(key=lambda item: item[0], reverse=True)
-        return [move for _, move in scored]
+            if attacker <= victim or not board.is_attacked_by(them, move.to_square):
+                promising.append(move)
+        return sorted(promising, key=lambda m: mvv_lva(board, m), reverse=True)
 
     def _expand(self, board: chess.Board, moves: list[chess.Move], ply: int, alpha: Leaf, beta: Leaf,
                 best: Optional[Leaf], remember: bool, child: Callable[[Leaf, Leaf], Leaf]) -> Leaf:

@@ -73,6 +73,10 @@ class Node:
         #: Plies to the end of the game when ``terminal`` is known (0: the game is over here).
         self.plies = 0
 
+    def proven_lost(self) -> bool:
+        """True when the side that moved into this node is proven to lose here (MCTS-solver)."""
+        return self.terminal is not None and self.terminal[0] == 1.0
+
     def q(self) -> float:
         return self.value_sum / self.visits if self.visits else 0.0
 
@@ -253,8 +257,8 @@ class PuctSearch(Search):
         best, best_score = children[0], -math.inf
         cpuct = self.cpuct
         for child in children:
-            if child.terminal is not None and child.terminal[0] == 1.0:
-                continue  # proven lost for the side choosing (MCTS-solver): never worth a visit
+            if child.proven_lost():
+                continue  # never worth a visit
             n = child.visits + child.virtual
             if n:
                 q = (child.value_sum - child.virtual) / n  # virtual losses count as losses
@@ -314,9 +318,8 @@ class PuctSearch(Search):
 
     @staticmethod
     def _ranked(node: Node) -> list[Node]:
-        def lost(child: Node) -> bool:
-            return child.terminal is not None and child.terminal[0] == 1.0
-        return sorted(node.children or [], key=lambda c: (not lost(c), c.visits, c.q(), c.prior), reverse=True)
+        return sorted(node.children or [], key=lambda c: (not c.proven_lost(), c.visits, c.q(), c.prior),
+                      reverse=True)
 
     def _best_child(self, node: Node) -> Node:
         mate = self._proven_mate(node)
