@@ -7,29 +7,35 @@ broken weights file) only affects the backend that needs it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Union
+from typing import Optional
 
-from evaluators.base import Comparator, Evaluator
+from evaluators.base import AnyEvaluator, Comparator, Evaluator
 from search.base import Search
 
-WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
-DEFAULT_WEIGHTS = {"resnet": WEIGHTS_DIR / "resnet.onnx", "comparator": WEIGHTS_DIR / "comparator.onnx"}
+from hackmate_weights import WEIGHTS_DIR  # weights/, installed as package data (pyproject.toml)
+DEFAULT_WEIGHTS = {"resnet": WEIGHTS_DIR / "resnet.onnx", "comparator": WEIGHTS_DIR / "comparator.onnx",
+                   "dqn": WEIGHTS_DIR / "dqn.onnx"}
 
-EVALUATOR_NAMES = ["material", "pst", "resnet", "comparator"]
+EVALUATOR_NAMES = ["material", "pst", "resnet", "comparator", "dqn"]
 SEARCH_NAMES = ["alphabeta", "puct", "comparison"]
 #: The search each evaluator plays best with.
-NATURAL_SEARCH = {"material": "alphabeta", "pst": "alphabeta", "resnet": "puct", "comparator": "comparison"}
+NATURAL_SEARCH = {"material": "alphabeta", "pst": "alphabeta", "resnet": "puct", "comparator": "comparison",
+                  "dqn": "puct"}
 DEFAULT_EVALUATOR = "resnet"
-
-AnyEvaluator = Union[Evaluator, Comparator]
 
 
 class BackendError(Exception):
     """The requested evaluator/search pair cannot be built."""
 
 
-def build_evaluator(name: str, weights: Optional[str] = None) -> AnyEvaluator:
-    """Instantiate an evaluator by name; raises BackendError (or LoadError) with a clear message."""
+def build_evaluator(name: str, weights: Optional[str] = None, threads: int = 1, lazy: bool = False) -> AnyEvaluator:
+    """Instantiate an evaluator by name, composed with its wrappers; BackendError (or LoadError) if impossible.
+
+    "resnet" is the bare network inside the heuristic blend inside a cache:
+    cache(blend(network)), so that cached evaluations are the blended ones.
+    The comparator gets a feature cache. ``threads`` is the Threads option;
+    ``lazy`` leaves the default network's weights unread until ``load()`` or first use.
+    """
     if name == "material":
         from evaluators.material import MaterialEvaluator
         return MaterialEvaluator()
@@ -37,11 +43,19 @@ def build_evaluator(name: str, weights: Optional[str] = None) -> AnyEvaluator:
         from evaluators.material import PstEvaluator
         return PstEvaluator()
     if name == "resnet":
+        from evaluators.blend import BlendedEvaluator
+        from evaluators.cache import CachedEvaluator
         from evaluators.resnet import ResNetEvaluator
-        return ResNetEvaluator(Path(weights) if weights else DEFAULT_WEIGHTS["resnet"])
+        network = ResNetEvaluator(Path(weights) if weights else DEFAULT_WEIGHTS["resnet"], threads, lazy)
+        return CachedEvaluator(BlendedEvaluator(network))
     if name == "comparator":
+        from evaluators.cache import CachedComparator
         from evaluators.comparator import ComparatorEvaluator
-        return ComparatorEvaluator(Path(weights) if weights else DEFAULT_WEIGHTS["comparator"])
+        return CachedComparator(ComparatorEvaluator(Path(weights) if weights else DEFAULT_WEIGHTS["comparator"]))
+    if name == "dqn":
+        from evaluators.cache import CachedEvaluator
+        from evaluators.dqn import DQNEvaluator
+        return CachedEvaluator(DQNEvaluator(Path(weights) if weights else DEFAULT_WEIGHTS["dqn"], threads))
     raise BackendError(f"unknown evaluator {name!r} (choose from {', '.join(EVALUATOR_NAMES)})")
 
 
@@ -62,3 +76,22 @@ def build_search(name: str, evaluator: AnyEvaluator) -> Search:
         from search.comparison import ComparisonSearch
         return ComparisonSearch(evaluator)
     raise BackendError(f"unknown search {name!r} (choose from {', '.join(SEARCH_NAMES)})")
+
+
+#: Share of Hash that goes to the evaluator's cache when the search keeps a table too.
+CACHE_SHARE = 0.25
+
+
+def apply_hash(megabytes: float, search: Search, evaluator: AnyEvaluator) -> None:
+    """Split ``Hash`` between the search's table and the evaluator's cache (safe while searching).
+
+    A search without a table of its own (comparison) leaves it all to the
+    cache; an evaluator without a cache (material, pst) leaves it all to the
+    search; otherwise the cache gets CACHE_SHARE.
+    """
+    from evaluators.cache import find_cache
+    cache = find_cache(evaluator)
+    cache_mb = 0.0 if cache is None else megabytes if not search.uses_hash else megabytes * CACHE_SHARE
+    search.set_hash(megabytes - cache_mb)
+    if cache is not None:
+        cache.resize(cache_mb)

@@ -1,20 +1,28 @@
 """`bench`: fixed positions searched to a fixed node budget, like Stockfish's bench.
 
 The node totals are deterministic for a given backend and budget (no time
-limit is involved), so they double as a quick regression signature; the nps
-figures are what the README quotes.
+limit is involved; PUCT's overlap backs results up in a fixed order), so they
+double as a quick regression signature; the nps figures are what the README
+quotes. For a network evaluator, bench also measures the bare network in the
+same run (fresh sessions with 1 and 2 threads, at the search's minibatch size)
+and prints the search's nodes per second as a share of the better of the two:
+how much of the network's speed the search keeps. docs/bench.md has the method.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import chess
 import numpy as np
 
-from engine.backends import NATURAL_SEARCH, build_evaluator, build_search
+from engine.backends import NATURAL_SEARCH, apply_hash, build_evaluator, build_search
+from engine.options import ENGINE_OPTIONS
+from evaluators.base import unwrap
+from evaluators.onnx_model import KIND_KEY, open_session
+from evaluators.options import OptionError
 from search.base import SearchControl
 
 #: A spread of openings, middlegames and endgames (the first ones of Stockfish's bench set).
@@ -37,12 +45,29 @@ BENCH_FENS = [
 DEFAULT_NODES = {"alphabeta": 20000, "puct": 800, "comparison": 5000}
 
 
+#: The engine's default Hash, which bench runs with.
+DEFAULT_HASH_MB = next(option.default for option in ENGINE_OPTIONS if option.name == "Hash")
+
+
 def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: Optional[str] = None,
-              nodes: Optional[int] = None, out: Callable[[str], None] = print) -> tuple[int, float]:
-    """Search every bench position; prints per-position lines and a summary; returns (nodes, seconds)."""
+              nodes: Optional[int] = None, out: Callable[[str], None] = print, threads: int = 1,
+              options: Optional[dict[str, Any]] = None) -> tuple[int, float]:
+    """Search every bench position; prints per-position lines and a summary; returns (nodes, seconds).
+
+    ``options``: tuning options of the evaluator or search, UCI name to UCI value (as `setoption` has them).
+    """
     search_name = search_name or NATURAL_SEARCH[evaluator_name]
-    evaluator = build_evaluator(evaluator_name, weights)
+    evaluator = build_evaluator(evaluator_name, weights, threads)
     search = build_search(search_name, evaluator)
+    search.set_threads(threads)
+    apply_hash(DEFAULT_HASH_MB, search, evaluator)
+    declared = {option.name.lower(): option for option in evaluator.options() + search.options()}
+    for name, raw in (options or {}).items():
+        option = declared.get(name.lower())
+        if option is None:
+            raise OptionError(f"{evaluator_name}+{search_name} has no option {name!r}")
+        value = option.parse(raw)
+        evaluator.set_option(option.name, value) or search.set_option(option.name, value)
     budget = nodes or DEFAULT_NODES[search_name]
     total_nodes, total_time = 0, 0.0
     for index, fen in enumerate(BENCH_FENS, 1):
@@ -56,14 +81,23 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
         total_time += elapsed
         out(f"info string position {index}/{len(BENCH_FENS)} nodes {search.nodes} "
             f"bestmove {result.best_move.uci() if result.best_move else '0000'}")
-    if hasattr(evaluator, "run"):
-        out(f"info string network raw throughput (batch {BATCH}): {int(network_rate(evaluator))} positions/second")
-    if hasattr(evaluator, "incremental"):
+    nps = int(total_nodes / total_time) if total_time else 0
+    network = unwrap(evaluator)
+    if hasattr(network, "run") and hasattr(network, "path"):
+        batch = getattr(search, "batch_size", 1)
+        rates = {count: network_rate(network, count, batch) for count in (1, 2)}
+        best = max(rates.values())
+        out(f"info string network raw throughput (batch {batch}): " +
+            ", ".join(f"{int(rate)} positions/second with {count} thread{'s' if count > 1 else ''}"
+                      for count, rate in rates.items()) + f"; best {int(best)}")
+        out(f"info string {search_name} nodes/second {nps} = {100 * nps / best:.0f}% of the best raw throughput")
+    if hasattr(network, "incremental"):
         for incremental in (True, False):
             out(f"info string comparator features/second {'with' if incremental else 'without'} incremental "
-                f"accumulator: {int(feature_rate(evaluator, incremental))}")
-    nps = int(total_nodes / total_time) if total_time else 0
-    out(f"info string bench {evaluator_name}+{search_name} nodes-per-position {budget}")
+                f"accumulator: {int(feature_rate(network, incremental))}")
+    settings = "".join(f" {name} {raw}" for name, raw in (options or {}).items())
+    out(f"info string bench {evaluator_name}+{search_name} nodes-per-position {budget} threads {threads}{settings}" +
+        (f" overlap {'on' if search.overlapping else 'off'}" if hasattr(search, "overlapping") else ""))
     out("===========================")
     out(f"Total time (ms) : {int(total_time * 1000)}")
     out(f"Nodes searched  : {total_nodes}")
@@ -71,23 +105,23 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
     return total_nodes, total_time
 
 
-BATCH = 16
-
-
-def network_rate(evaluator, seconds: float = 3.0) -> float:
-    """Positions per second of the bare network on batches of bench positions (no search, no cache)."""
-    boards = [chess.Board(fen) for fen in BENCH_FENS][:BATCH]
-    inputs = np.stack([evaluator.encoding.encode(b) for b in (boards * BATCH)[:BATCH]])
-    evaluator.run(inputs)
+def network_rate(network: Any, threads: int, batch: int, seconds: float = 3.0) -> float:
+    """Positions per second of the bare network (a fresh session with ``threads`` threads, no search, no
+    cache) on batches of ``batch`` bench positions, inputs prepared once."""
+    session, _ = open_session(network.path, network.metadata[KIND_KEY], threads)
+    boards = [chess.Board(fen) for fen in BENCH_FENS]
+    inputs = np.stack([network.encoding.encode(board) for board in (boards * (batch // len(boards) + 1))[:batch]])
+    session.run(["policy", "wdl"], {"planes": inputs})
     done, started = 0, time.perf_counter()
     while time.perf_counter() - started < seconds:
-        evaluator.run(inputs)
-        done += len(inputs)
+        session.run(["policy", "wdl"], {"planes": inputs})
+        done += batch
     return done / (time.perf_counter() - started)
 
 
 def feature_rate(comparator, incremental: bool, plies: int = 2000) -> float:
-    """Features per second along deterministic pseudo-random move sequences (make a move, extract features)."""
+    """Features per second of the bare comparator along deterministic pseudo-random move sequences
+    (make a move, extract features)."""
     rng = random.Random(1)
     comparator.set_option("IncrementalAccumulator", incremental)
     done, started = 0, time.perf_counter()
@@ -98,7 +132,6 @@ def feature_rate(comparator, incremental: bool, plies: int = 2000) -> float:
             moves = list(board.legal_moves)
             if not moves:
                 break
-            comparator.new_game()  # measure the network, not the cache
             comparator.push(board, rng.choice(moves))
             comparator.features(board)
             done += 1

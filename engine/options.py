@@ -1,90 +1,59 @@
-"""UCI options: declaration, `option` lines and validation of `setoption` values."""
+"""The engine's own UCI options, and the current values of every option by case-insensitive name.
+
+Evaluators, wrappers and searches declare their tuning options themselves
+(see :mod:`evaluators.options`); the UCI layer lists both kinds.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Iterable, Iterator, Optional
 
+from evaluators.options import Option, OptionError
 
-class OptionError(ValueError):
-    """A `setoption` the engine cannot apply (unknown name or bad value)."""
+#: Most threads a GUI may ask for.
+MAX_THREADS = 128
 
-
-@dataclass
-class UciOption:
-    name: str
-    kind: str  # check | spin | combo | string | button
-    default: Any = None
-    minimum: Optional[int] = None
-    maximum: Optional[int] = None
-    choices: list[str] = field(default_factory=list)
-
-    def uci_line(self) -> str:
-        line = f"option name {self.name} type {self.kind}"
-        if self.kind == "button":
-            return line
-        default = self.default
-        if self.kind == "check":
-            default = "true" if self.default else "false"
-        elif self.kind == "string" and default in (None, ""):
-            default = "<empty>"
-        line += f" default {default}"
-        if self.kind == "spin":
-            line += f" min {self.minimum} max {self.maximum}"
-        for choice in self.choices:
-            line += f" var {choice}"
-        return line
-
-    def parse(self, raw: Optional[str]) -> Any:
-        """Turn the text after `value` into a typed value, or raise OptionError."""
-        if self.kind == "button":
-            return True
-        if raw is None:
-            if self.kind == "string":
-                return ""
-            raise OptionError(f"option {self.name} needs a value")
-        if self.kind == "check":
-            if raw.lower() not in ("true", "false"):
-                raise OptionError(f"option {self.name} takes true or false, not {raw!r}")
-            return raw.lower() == "true"
-        if self.kind == "spin":
-            try:
-                number = int(raw)
-            except ValueError:
-                raise OptionError(f"option {self.name} takes an integer, not {raw!r}") from None
-            if not self.minimum <= number <= self.maximum:  # type: ignore[operator]
-                raise OptionError(f"option {self.name} must be between {self.minimum} and {self.maximum}, "
-                                  f"not {number}")
-            return number
-        if self.kind == "combo":
-            for choice in self.choices:
-                if choice.lower() == raw.lower():
-                    return choice
-            raise OptionError(f"option {self.name} must be one of {', '.join(self.choices)}, not {raw!r}")
-        return "" if raw == "<empty>" else raw
+ENGINE_OPTIONS = (
+    Option("Hash", "spin", 256, 1, 4096,
+           help="megabytes for the search's table (alpha-beta's transposition table, PUCT's tree) and the "
+                "evaluator's cache; a PUCT tree node (one per playout) takes about 4 KB"),
+    Option("Threads", "spin", 1, 1, MAX_THREADS,
+           help="CPU threads the engine uses in all: the network runs in this many; with 2 or more PUCT prepares "
+                "its next minibatch meanwhile (Overlap), with 1 it waits for the network"),
+    Option("MultiPV", "spin", 1, 1, 64, help="principal variations reported (alpha-beta and PUCT)"),
+    Option("Move Overhead", "spin", 50, 0, 5000, help="milliseconds kept back per move for the GUI and Python"),
+    Option("Ponder", "check", False, help="the GUI may send go ponder"),
+    Option("UCI_ShowWDL", "check", False, help="add wdl W D L (permille) to info lines"),
+    Option("UCI_Chess960", "check", False, help="Chess960: castling is sent and read as king takes rook"),
+    Option("SyzygyPath", "string", "", help="directories of Syzygy tables, separated by the OS path separator"),
+    Option("OwnBook", "check", False, help="play from the Polyglot book in BookFile while it has a move"),
+    Option("BookFile", "string", "", help="Polyglot opening book (.bin)"),
+    Option("Weights", "string", "", rebuild=True, help="ONNX weights for resnet/comparator (empty: the shipped file)"),
+    Option("Clear Hash", "button", help="empty the search's table and the evaluator's cache"),
+)
 
 
 class OptionSet:
-    """Options by case-insensitive name, with their current values."""
+    """Options by case-insensitive name, with their current (internal) values."""
 
-    def __init__(self, options: list[UciOption]) -> None:
+    def __init__(self, options: Iterable[Option]) -> None:
         self._options = {o.name.lower(): o for o in options}
-        self.values: dict[str, Any] = {o.name: o.default for o in options}
+        self.values: dict[str, Any] = {o.name: o.value for o in self._options.values()}
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Option]:
         return iter(self._options.values())
 
     def get(self, name: str) -> Any:
         return self.values[self._options[name.lower()].name]
 
-    def find(self, name: str) -> Optional[UciOption]:
+    def find(self, name: str) -> Optional[Option]:
         return self._options.get(name.lower())
 
-    def set(self, name: str, raw: Optional[str]) -> tuple[str, Any]:
-        """Validate and store; returns the canonical name and the typed value."""
+    def set(self, name: str, raw: Optional[str]) -> tuple[Option, Any]:
+        """Validate and store; returns the option and the parsed value (OptionError if unknown or bad)."""
         option = self.find(name)
         if option is None:
             raise OptionError(f"unknown option {name!r}")
         value = option.parse(raw)
         self.values[option.name] = value
-        return option.name, value
+        return option, value

@@ -32,8 +32,12 @@ class GoParams:
 DEFAULT_MOVES_TO_GO = 30
 #: The hard limit never exceeds this fraction of the clock left after the overhead.
 MAX_FRACTION_OF_CLOCK = 0.25
-#: Smallest budget, so that at least a shallow search completes.
+#: Smallest budget in normal play, so that at least a shallow search completes.
 MIN_BUDGET_S = 0.01
+#: Below this much clock (after the overhead) the engine is in low-clock mode: a few multiples of what a
+#: move costs it whatever the budget (its fixed cost, about 5-10 ms on a loaded 2-core machine, see
+#: docs/bench.md), so a move gets no more than half the increment and the search has no extension.
+LOW_CLOCK_S = 0.1
 
 
 def allocate(params: GoParams, white_to_move: bool, move_overhead_ms: int, ply: int = 0
@@ -41,11 +45,15 @@ def allocate(params: GoParams, white_to_move: bool, move_overhead_ms: int, ply: 
     """(soft, hard) seconds for this move, or None when the search has no time limit.
 
     ``soft`` is the target (no new iteration after it), ``hard`` the latest
-    moment to answer. `movetime` is honoured exactly minus the overhead.
+    moment to answer. `movetime` is honoured exactly minus the overhead. In
+    low-clock mode (less than ``LOW_CLOCK_S`` left) the budget is tiny or zero,
+    where the searches answer with what their first step gives (PUCT: the
+    policy's move; alpha-beta: depth 1), so that the per-move cost stays below
+    the increment and the clock cannot run out.
     """
     overhead = move_overhead_ms / 1000.0
     if params.movetime is not None:
-        budget = max(MIN_BUDGET_S, params.movetime / 1000.0 - overhead)
+        budget = max(0.0, params.movetime / 1000.0 - overhead)
         return budget, budget
     clock = params.wtime if white_to_move else params.btime
     if clock is None:
@@ -54,10 +62,10 @@ def allocate(params: GoParams, white_to_move: bool, move_overhead_ms: int, ply: 
     left = max(0.0, clock / 1000.0 - overhead)
     moves_to_go = params.movestogo if params.movestogo else max(20, DEFAULT_MOVES_TO_GO + 10 - ply // 4)
     moves_to_go = max(1, min(moves_to_go, 50))
+    if left < LOW_CLOCK_S:
+        budget = min(left / moves_to_go, increment / 2)
+        return budget, budget
     soft = left / moves_to_go + 0.75 * increment
     cap = left * (0.9 if moves_to_go == 1 else MAX_FRACTION_OF_CLOCK)
-    hard = min(soft * 3.0, cap)
-    soft = min(soft, hard)
-    if left <= MIN_BUDGET_S:  # nearly flagged: answer with whatever depth 1 gives
-        return MIN_BUDGET_S / 2, MIN_BUDGET_S / 2
-    return max(MIN_BUDGET_S, soft), max(MIN_BUDGET_S, hard)
+    hard = max(MIN_BUDGET_S, min(soft * 3.0, cap))
+    return min(max(MIN_BUDGET_S, soft), hard), hard

@@ -4,13 +4,32 @@ The input thread parses commands; each `go` runs the search in a worker thread
 so that `stop`, `isready`, `ponderhit` and `quit` are answered at once. Nothing
 the GUI sends may crash or hang the engine: problems are reported as
 `info string` lines and the engine stays in a valid state.
+
+Time: the clock of a `go` runs from the moment the command is read (loading the
+network at a first `go` counts), and every search answers at its hard deadline
+within milliseconds. The engine process (``freeze_gc``) freezes the objects alive
+at each `go` out of Python's cyclic garbage collector (:func:`gc.freeze`): a full
+collection scans every tracked object, which over a large tree and cache takes
+tens of milliseconds, longer than a move at 1+0.01.
+
+Options apply at once, also while a search runs: tuning knobs are read by the
+search as it goes, ``Hash``, ``Threads``, ``MultiPV``, ``SyzygyPath`` and
+``Clear Hash`` swap or resize what the search uses. Only ``Evaluator``,
+``Search`` and ``Weights`` build a new backend, at the next `isready`, `go`
+or `ucinewgame` after the search.
+
+The engine is easy to drive in-process: give it any text stream as
+``output``, feed it lines with :meth:`UciEngine.handle` and wait for a search
+with :meth:`UciEngine.wait`.
 """
 
 from __future__ import annotations
 
+import gc
 import random
 import sys
 import threading
+import time
 import traceback
 from typing import Any, Callable, Optional, TextIO
 
@@ -19,46 +38,31 @@ import chess.polyglot
 
 from engine import AUTHOR, NAME, __version__
 from engine.backends import (DEFAULT_EVALUATOR, EVALUATOR_NAMES, NATURAL_SEARCH, SEARCH_NAMES, AnyEvaluator,
-                             BackendError, build_evaluator, build_search)
-from engine.options import OptionError, OptionSet, UciOption
+                             BackendError, apply_hash, build_evaluator, build_search)
+from engine.options import ENGINE_OPTIONS, OptionSet
 from engine.timeman import GoParams, allocate
 from evaluators.base import LoadError
+from evaluators.options import Option, OptionError
+from evaluators.rules import uci_score
+from evaluators.tablebase import Tablebase
 from search.base import Search, SearchControl, SearchInfo, SearchResult
-from search.tablebase import Tablebase
 
-STANDARD_OPTIONS = [
-    UciOption("Hash", "spin", 16, 1, 4096),
-    UciOption("Threads", "spin", 1, 1, 1),  # honest: the search is single-threaded
-    UciOption("MultiPV", "spin", 1, 1, 64),
-    UciOption("Move Overhead", "spin", 50, 0, 5000),
-    UciOption("Ponder", "check", False),
-    UciOption("UCI_ShowWDL", "check", False),
-    UciOption("SyzygyPath", "string", ""),
-    UciOption("OwnBook", "check", False),
-    UciOption("BookFile", "string", ""),
-    UciOption("Weights", "string", ""),
-    UciOption("Clear Hash", "button"),
-]
-#: Options whose change means building a new evaluator/search pair.
-BACKEND_OPTIONS = {"Evaluator", "Search", "Weights"}
+#: Numbers in `go` are clamped to this magnitude (a GUI's "huge" stays huge, arithmetic stays finite).
+MAX_GO_NUMBER = 2 ** 53
 
 
 def format_info(info: SearchInfo, show_wdl: bool) -> str:
-    """A Stockfish-style `info` line."""
-    parts = [f"info depth {info.depth} seldepth {info.seldepth} multipv {info.multipv}"]
-    if info.mate is not None:
-        parts.append(f"score mate {info.mate}")
-    else:
-        parts.append(f"score cp {info.score_cp}")
+    """A Stockfish-style `info` line; every search's lines have the same fields in the same order:
+    depth seldepth multipv score [bound] [wdl] nodes nps hashfull tbhits time pv."""
+    kind, value = uci_score(info.score)
+    parts = [f"info depth {info.depth} seldepth {info.seldepth} multipv {info.multipv} score {kind} {value}"]
     if info.bound:
         parts.append(info.bound)
     if show_wdl and info.wdl is not None:
         parts.append("wdl {} {} {}".format(*info.wdl))
     nps = int(info.nodes / info.time_s) if info.time_s > 0 else 0
-    parts.append(f"nodes {info.nodes} nps {nps}")
-    if info.hashfull is not None:
-        parts.append(f"hashfull {info.hashfull}")
-    parts.append(f"time {int(info.time_s * 1000)}")
+    parts.append(f"nodes {info.nodes} nps {nps} hashfull {info.hashfull} tbhits {info.tbhits} "
+                 f"time {int(info.time_s * 1000)}")
     if info.pv:
         parts.append("pv " + " ".join(move.uci() for move in info.pv))
     return " ".join(parts)
@@ -68,12 +72,13 @@ def parse_go(tokens: list[str]) -> GoParams:
     """Parse the words after `go`; unknown words are ignored, bad numbers raise ValueError."""
     params = GoParams()
     int_fields = {"wtime", "btime", "winc", "binc", "movestogo", "movetime", "depth", "nodes", "mate"}
+    keywords = int_fields | {"infinite", "ponder", "searchmoves"}
     i = 0
     while i < len(tokens):
         word = tokens[i]
         if word in int_fields and i + 1 < len(tokens):
-            setattr(params, word, max(0, int(tokens[i + 1])) if word not in ("wtime", "btime")
-                    else int(tokens[i + 1]))
+            number = max(-MAX_GO_NUMBER, min(MAX_GO_NUMBER, int(tokens[i + 1])))
+            setattr(params, word, number if word in ("wtime", "btime") else max(0, number))
             i += 2
             continue
         if word == "infinite":
@@ -83,7 +88,7 @@ def parse_go(tokens: list[str]) -> GoParams:
         elif word == "searchmoves":
             params.searchmoves = []
             i += 1
-            while i < len(tokens) and tokens[i] not in int_fields | {"infinite", "ponder"}:
+            while i < len(tokens) and tokens[i] not in keywords:
                 params.searchmoves.append(tokens[i])
                 i += 1
             continue
@@ -91,7 +96,8 @@ def parse_go(tokens: list[str]) -> GoParams:
     return params
 
 
-def parse_position(tokens: list[str], report: Callable[[str], None]) -> Optional[chess.Board]:
+def parse_position(tokens: list[str], report: Callable[[str], None], chess960: bool = False
+                   ) -> Optional[chess.Board]:
     """Board for `position startpos|fen ... [moves ...]`; None if the base position is invalid.
 
     Moves are applied until the first illegal one, which is reported.
@@ -101,7 +107,7 @@ def parse_position(tokens: list[str], report: Callable[[str], None]) -> Optional
         return None
     moves_at = tokens.index("moves") if "moves" in tokens else len(tokens)
     if tokens[0] == "startpos":
-        board = chess.Board()
+        board = chess.Board(chess960=chess960)
     elif tokens[0] == "fen":
         fields = tokens[1:moves_at]
         defaults = ["w", "-", "-", "0", "1"]
@@ -111,7 +117,7 @@ def parse_position(tokens: list[str], report: Callable[[str], None]) -> Optional
         fields = fields + defaults[len(fields) - 1:] if len(fields) < 6 else fields[:6]
         fen = " ".join(fields)
         try:
-            board = chess.Board(fen)
+            board = chess.Board(fen, chess960=chess960)
         except ValueError as error:
             report(f"invalid FEN {fen!r}: {error}")
             return None
@@ -136,20 +142,27 @@ class UciEngine:
     """The engine's state between commands, and the command dispatcher."""
 
     def __init__(self, evaluator: str = DEFAULT_EVALUATOR, search: Optional[str] = None,
-                 weights: Optional[str] = None, output: TextIO = sys.stdout) -> None:
+                 weights: Optional[str] = None, output: TextIO = sys.stdout, freeze_gc: bool = False) -> None:
         self.output = output
+        self.freeze_gc = freeze_gc
         self._write_lock = threading.Lock()
-        self.options = OptionSet(STANDARD_OPTIONS + [
-            UciOption("Evaluator", "combo", evaluator, choices=EVALUATOR_NAMES),
-            UciOption("Search", "combo", search or NATURAL_SEARCH.get(evaluator, "alphabeta"),
-                      choices=SEARCH_NAMES)])
+        self.options = OptionSet(ENGINE_OPTIONS + (
+            Option("Evaluator", "combo", evaluator, choices=tuple(EVALUATOR_NAMES), rebuild=True,
+                   help="position evaluator"),
+            Option("Search", "combo", search or NATURAL_SEARCH.get(evaluator, "alphabeta"),
+                   choices=tuple(SEARCH_NAMES), rebuild=True, help="search algorithm")))
         if weights:
             self.options.values["Weights"] = weights
         self.board = chess.Board()
         self.evaluator: Optional[AnyEvaluator] = None
         self.search: Optional[Search] = None
         self.backend_dirty = True
-        self.tuning: dict[str, Any] = {}  # evaluator/search options set by the GUI
+        #: True once the backend's weights are read (`uci` builds the backend without reading them).
+        self.backend_loaded = False
+        #: Tuning options set by the GUI (internal values), applied again to a rebuilt backend.
+        self.tuning: dict[str, Any] = {}
+        #: The same options as the GUI sent them (bench builds its own backend with them).
+        self.tuning_text: dict[str, str] = {}
         self.tablebase: Optional[Tablebase] = None
         self.book_path: Optional[str] = None
         self.thread: Optional[threading.Thread] = None
@@ -168,15 +181,31 @@ class UciEngine:
 
     # --------------------------------------------------------------- backends
 
-    def ensure_backend(self) -> None:
-        """Build the evaluator/search pair if options changed; fall back to material on failure."""
-        if not self.backend_dirty and self.search is not None:
-            return
-        name = self.options.get("Evaluator")
-        search_name = self.options.get("Search")
+    def ensure_backend(self, load: bool = True) -> None:
+        """Build the evaluator/search pair if a backend option changed and, with ``load``, read its weights;
+        fall back to material on failure.
+
+        `uci` builds without loading (the option list needs no network, and a GUI
+        waits for `uciok` only briefly); `isready`, `go` and `ucinewgame` load.
+        """
+        if self.backend_dirty or self.search is None:
+            self._build_backend()
+        if load and not self.backend_loaded:
+            assert self.evaluator is not None
+            try:
+                self.evaluator.load()
+            except (LoadError, OSError, ImportError) as error:
+                self.info_string(f"cannot load evaluator {self.evaluator.name}: {error}; falling back to material")
+                self._build_backend("material")
+            self.backend_loaded = True
+
+    def _build_backend(self, fallback: Optional[str] = None) -> None:
+        name = fallback or self.options.get("Evaluator")
+        search_name = "alphabeta" if fallback else self.options.get("Search")
         weights = self.options.get("Weights") or None
+        threads = self.options.get("Threads")
         try:
-            evaluator = build_evaluator(name, weights)
+            evaluator = build_evaluator(name, weights, threads, lazy=True)
         except (LoadError, BackendError, OSError, ImportError) as error:
             self.info_string(f"cannot load evaluator {name}: {error}; falling back to material")
             evaluator = build_evaluator("material")
@@ -189,26 +218,24 @@ class UciEngine:
             search = build_search(natural, evaluator)
         self.evaluator, self.search = evaluator, search
         self.backend_dirty = False
-        search.set_hash(self.options.get("Hash"))
-        evaluator.set_cache_size(self.options.get("Hash"))
+        self.backend_loaded = False
+        search.set_threads(threads)
+        apply_hash(self.options.get("Hash"), search, evaluator)
         search.multipv = self.options.get("MultiPV")
         search.tablebase = self.tablebase
         for option in self.tuning_options():
             if option.name in self.tuning:
                 self._apply_tuning(option.name, self.tuning[option.name])
 
-    def tuning_options(self) -> list[UciOption]:
-        """Options of the current evaluator and search, as UCI options."""
-        result = []
-        for source in (self.evaluator, self.search):
-            for o in source.options() if source is not None else []:
-                result.append(UciOption(o.name, o.kind, o.default, o.minimum, o.maximum))
-        return result
+    def tuning_options(self) -> list[Option]:
+        """Options of the current evaluator (with its wrappers) and search."""
+        return [option for source in (self.evaluator, self.search) if source is not None
+                for option in source.options()]
 
     def _apply_tuning(self, name: str, value: Any) -> None:
         for source in (self.evaluator, self.search):
-            if source is not None and any(o.name == name for o in source.options()):
-                source.set_option(name, value)
+            if source is not None and source.set_option(name, value):
+                return
 
     # --------------------------------------------------------------- commands
 
@@ -237,8 +264,16 @@ class UciEngine:
         else:
             self.cmd_quit([])
 
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Wait for the running search to finish by itself; True when none is running any more."""
+        thread = self.thread
+        if thread is not None:
+            thread.join(timeout)
+        return not self.searching()
+
     def cmd_uci(self, args: list[str]) -> None:
-        self.ensure_backend()
+        if not self.searching():
+            self.ensure_backend(load=False)
         self.send(f"id name {NAME} {__version__}")
         self.send(f"id author {AUTHOR}")
         for option in list(self.options) + self.tuning_options():
@@ -267,37 +302,43 @@ class UciEngine:
                 option = tuning[name.lower()]
                 value = option.parse(raw)
                 self.tuning[option.name] = value
-                if self.searching():
-                    self.info_string(f"{option.name} takes effect at the next search")
-                    self.backend_dirty = True
-                else:
-                    self._apply_tuning(option.name, value)
+                self.tuning_text[option.name] = raw or ""
+                self._apply_tuning(option.name, value)  # live: searches read their knobs as they go
                 return
-            canonical, value = self.options.set(name, raw)
+            option, value = self.options.set(name, raw)
         except OptionError as error:
             self.info_string(str(error))
             return
-        self._on_option(canonical, value)
+        self._on_option(option, value)
 
-    def _on_option(self, name: str, value: Any) -> None:
-        if name in BACKEND_OPTIONS:
+    def _on_option(self, option: Option, value: Any) -> None:
+        """Apply an engine option; safe while a search runs (what it changes is swapped, not mutated)."""
+        name = option.name
+        if option.rebuild:
             self.backend_dirty = True
+            if self.searching():
+                self.info_string(f"{name} takes effect after the running search")
         elif name == "Clear Hash":
-            if self.search is not None and not self.searching():
+            if self.search is not None and self.evaluator is not None:
                 self.search.new_game()
-        elif name == "Hash" and self.search is not None and not self.searching():
-            self.search.set_hash(value)
-            if self.evaluator is not None:
-                self.evaluator.set_cache_size(value)
-        elif name == "MultiPV" and self.search is not None:
-            self.search.multipv = value
+                self.evaluator.new_game()
+        elif name == "Hash":
+            if self.search is not None and self.evaluator is not None:
+                apply_hash(value, self.search, self.evaluator)
+        elif name == "Threads":
+            if self.search is not None and self.evaluator is not None:
+                self.evaluator.set_threads(value)
+                self.search.set_threads(value)  # a search that shares them with the network splits them
+        elif name == "MultiPV":
+            if self.search is not None:
+                self.search.multipv = value
         elif name == "SyzygyPath":
             self.tablebase = None
             if value:
                 try:
                     self.tablebase = Tablebase(value)
                     self.info_string(f"Syzygy tables up to {self.tablebase.max_pieces} pieces loaded")
-                except (OSError, FileNotFoundError) as error:
+                except OSError as error:
                     self.info_string(f"{error}; tablebases disabled")
             if self.search is not None:
                 self.search.tablebase = self.tablebase
@@ -308,8 +349,10 @@ class UciEngine:
                     with chess.polyglot.open_reader(value) as reader:
                         next(iter(reader.find_all(chess.Board())), None)
                     self.book_path = value
-                except OSError as error:
+                except (OSError, ValueError) as error:
                     self.info_string(f"cannot open book {value!r}: {error}; book disabled")
+        elif name == "UCI_Chess960":
+            self.board.chess960 = value  # how castling moves are read and written from now on
 
     def cmd_ucinewgame(self, args: list[str]) -> None:
         self.finish_search()
@@ -317,14 +360,15 @@ class UciEngine:
         assert self.search is not None and self.evaluator is not None
         self.search.new_game()
         self.evaluator.new_game()
-        self.board = chess.Board()
+        self.board = chess.Board(chess960=self.options.get("UCI_Chess960"))
 
     def cmd_position(self, args: list[str]) -> None:
-        board = parse_position(args, self.info_string)
+        board = parse_position(args, self.info_string, self.options.get("UCI_Chess960"))
         if board is not None:
             self.board = board
 
     def cmd_go(self, args: list[str]) -> None:
+        received = time.monotonic()  # the GUI's clock runs from here, whatever comes before the search
         try:
             params = parse_go(args)
         except ValueError as error:
@@ -332,20 +376,23 @@ class UciEngine:
             return
         self.finish_search()
         self.ensure_backend()
+        if self.freeze_gc:
+            gc.freeze()  # what lives now (the tree kept, the caches) is not scanned by collections during the move
         board = self.board.copy()
-        control = self._make_control(params, board)
+        control = self._make_control(params, board, received)
         self.control = control
-        book_move = self._book_move(board) if not params.infinite else None
-        self.thread = threading.Thread(target=self._search_worker, args=(board, control, params, book_move),
+        book_move = self._book_move(board) if not params.infinite and not control.searchmoves else None
+        self.thread = threading.Thread(target=self._search_worker, args=(board, control, book_move),
                                        name="search", daemon=True)
         self.thread.start()
 
-    def _make_control(self, params: GoParams, board: chess.Board) -> SearchControl:
+    def _make_control(self, params: GoParams, board: chess.Board, start: float) -> SearchControl:
         infinite = params.infinite or not any(
             v is not None for v in (params.wtime, params.btime, params.movetime, params.depth, params.nodes,
                                     params.mate))
         control = SearchControl(max_depth=params.depth, max_nodes=params.nodes, mate_in=params.mate,
-                                infinite=infinite and not params.ponder, pondering=params.ponder)
+                                infinite=infinite and not params.ponder, pondering=params.ponder, start=start,
+                                searchmoves=self._searchmoves(params.searchmoves, board), note=self.info_string)
         budget = allocate(params, board.turn == chess.WHITE, self.options.get("Move Overhead"), board.ply())
         if budget is not None:
             if params.ponder:
@@ -355,8 +402,22 @@ class UciEngine:
                 control.hard_deadline = control.start + budget[1]
         return control
 
+    def _searchmoves(self, texts: Optional[list[str]], board: chess.Board) -> Optional[list[chess.Move]]:
+        """The legal moves among `go searchmoves`; illegal ones are reported and left out."""
+        if not texts:
+            return None
+        moves = []
+        for text in texts:
+            try:
+                moves.append(board.parse_uci(text))
+            except ValueError:
+                self.info_string(f"searchmoves: {text!r} is not a legal move here; ignored")
+        if not moves:
+            self.info_string("searchmoves: no legal move given; searching all moves")
+        return moves or None
+
     def _book_move(self, board: chess.Board) -> Optional[chess.Move]:
-        if not self.options.get("OwnBook") or not self.book_path:
+        if not self.options.get("OwnBook") or not self.book_path or board.chess960:
             return None
         try:
             with chess.polyglot.open_reader(self.book_path) as reader:
@@ -364,12 +425,11 @@ class UciEngine:
                 return entry.move
         except IndexError:
             return None
-        except OSError as error:
+        except (OSError, ValueError) as error:
             self.info_string(f"book error: {error}")
             return None
 
-    def _search_worker(self, board: chess.Board, control: SearchControl, params: GoParams,
-                       book_move: Optional[chess.Move]) -> None:
+    def _search_worker(self, board: chess.Board, control: SearchControl, book_move: Optional[chess.Move]) -> None:
         result = SearchResult(None)
         show_wdl = self.options.get("UCI_ShowWDL")
         try:
@@ -378,7 +438,7 @@ class UciEngine:
                 result = SearchResult(book_move)
             else:
                 assert self.search is not None
-                result = self._run_search(board, control, params, show_wdl)
+                result = self.search.search(board, control, lambda info: self.send(format_info(info, show_wdl)))
         except Exception as error:
             self.info_string(f"search failed: {error}")
             traceback.print_exc(file=sys.stderr)
@@ -392,13 +452,6 @@ class UciEngine:
             if result.ponder_move in board.legal_moves:
                 line += " ponder " + result.ponder_move.uci()
         self.send(line)
-
-    def _run_search(self, board: chess.Board, control: SearchControl, params: GoParams,
-                    show_wdl: bool) -> SearchResult:
-        assert self.search is not None
-        if params.searchmoves:
-            self.info_string("searchmoves is not supported; searching all moves")
-        return self.search.search(board, control, lambda info: self.send(format_info(info, show_wdl)))
 
     def searching(self) -> bool:
         return self.thread is not None and self.thread.is_alive()
@@ -431,15 +484,24 @@ class UciEngine:
         self.info_string(f"Fen: {self.board.fen()}")
 
     def cmd_bench(self, args: list[str]) -> None:
-        """Stockfish-style bench of the current backend."""
+        """Stockfish-style bench of the current backend: `bench [nodes per position]`."""
         from engine.bench import run_bench
+        try:
+            nodes = int(args[0]) if args else None
+        except ValueError:
+            self.info_string(f"usage: bench [nodes per position], not {' '.join(args)!r}")
+            return
+        if nodes is not None and nodes < 1:
+            self.info_string("bench needs at least 1 node per position")
+            return
         self.finish_search()
         self.ensure_backend()
         run_bench(self.options.get("Evaluator"), self.options.get("Search"), self.options.get("Weights") or None,
-                  out=self.send)
+                  nodes, out=self.send, threads=self.options.get("Threads"),
+                  options={name: text for name, text in self.tuning_text.items()
+                           if any(option.name == name for option in self.tuning_options())})
 
 
 def main(evaluator: str, search: Optional[str], weights: Optional[str]) -> None:
-    engine = UciEngine(evaluator, search, weights)
+    engine = UciEngine(evaluator, search, weights, freeze_gc=True)
     engine.run()
-

@@ -3,48 +3,93 @@
 Searches import only this module, never a concrete evaluator, so a new
 evaluator plugs in by subclassing :class:`Evaluator` (scalar value and optional
 move priors) or :class:`Comparator` (pairwise "which position is better").
+Wrappers (:class:`EvaluatorWrapper`, :class:`ComparatorWrapper`) add a concern
+such as a cache or a heuristic blend around any of them; the backend registry
+(:mod:`engine.backends`) composes them.
+
+Evaluation in stages (:class:`Request`): a search that wants to keep working
+while a network runs hands a position over in three steps: :meth:`Evaluator.prepare`
+on its own thread while it stands on the position, :meth:`Evaluator.infer` on any
+thread (the network, which releases the GIL), :meth:`Evaluator.finish` back on
+its own thread. Every evaluator supports them: the default stages copy the board
+and call :meth:`Evaluator.evaluate_batch` in ``finish``; networks and their
+wrappers split the work for real.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Hashable, Optional, Sequence, Union
 
 import chess
 
+from evaluators.options import Configurable, Option
+from evaluators.score import q_to_cp
 
-@dataclass
+#: Legal moves of each board of a batch, when the caller has generated them already (same order as the boards).
+MoveLists = Optional[Sequence[Sequence[chess.Move]]]
+
+
 class Evaluation:
     """A position's evaluation from the side to move's point of view.
 
     ``value`` is the expected score W - L in [-1, 1]; ``draw`` the draw
     probability when the evaluator models it; ``priors`` maps every legal move
     to a probability (they sum to 1) when the evaluator has a policy.
+
+    A network hands its priors over as a list aligned with the move list it
+    was given (``moves`` and ``policy``), because a dict keyed by moves costs a
+    Python-level hash per move; the dict is built from them only when asked for.
     """
 
-    value: float
-    draw: float | None = None
-    priors: dict[chess.Move, float] | None = None
+    __slots__ = ("value", "draw", "moves", "policy", "_priors")
+
+    def __init__(self, value: float, draw: float | None = None, priors: dict[chess.Move, float] | None = None,
+                 moves: Optional[Sequence[chess.Move]] = None, policy: Optional[Sequence[float]] = None) -> None:
+        self.value = value
+        self.draw = draw
+        self._priors = priors
+        self.moves = moves if priors is None else None
+        self.policy = policy if priors is None else None
+
+    @property
+    def priors(self) -> dict[chess.Move, float] | None:
+        if self._priors is None and self.moves is not None:
+            self._priors = dict(zip(self.moves, self.policy))  # type: ignore[arg-type]
+        return self._priors
+
+    def policy_of(self, moves: Sequence[chess.Move]) -> Optional[list[float]]:
+        """The priors of ``moves``, in their order (None without a policy)."""
+        if self.moves is moves:
+            return list(self.policy)  # type: ignore[arg-type]
+        priors = self.priors
+        return None if priors is None else [priors[move] for move in moves]
+
+    def __repr__(self) -> str:
+        return f"Evaluation(value={self.value!r}, draw={self.draw!r}, priors={self.priors!r})"
 
 
-@dataclass
-class EvaluatorOption:
-    """A tuning knob an evaluator exposes as a UCI spin/check/string option."""
+class Request:
+    """A position on its way through an evaluator's stages (see the module docstring).
 
-    name: str
-    kind: str  # "spin", "check" or "string"
-    default: Any
-    minimum: int | None = None
-    maximum: int | None = None
+    ``moves`` are the position's legal moves; ``evaluation`` is set by
+    :meth:`Evaluator.prepare` when the answer is known at once (a cache hit),
+    in which case the request skips ``infer`` and ``finish``. Each layer of a
+    wrapped evaluator keeps what it took from the board in attributes of its own.
+    """
+
+    def __init__(self, moves: Sequence[chess.Move]) -> None:
+        self.moves = moves
+        self.evaluation: Optional[Evaluation] = None
 
 
-class Evaluator(ABC):
+class Evaluator(Configurable, ABC):
     """Scalar evaluator with optional move priors.
 
-    Subclasses implement :meth:`centipawns` (cheap, used by alpha-beta) and may
-    override :meth:`evaluate_batch` to evaluate many leaves in one call (used by
-    PUCT to amortise neural-network inference).
+    Subclasses implement :meth:`centipawns` (cheap, used by alpha-beta) and
+    :meth:`evaluate`, and may override :meth:`evaluate_batch` to evaluate many
+    leaves in one call (used by PUCT to amortise neural-network inference).
+    Tuning knobs are declared in ``OPTIONS`` (see :mod:`evaluators.options`).
     """
 
     name: str = "abstract"
@@ -56,32 +101,137 @@ class Evaluator(ABC):
         """Static score in centipawns from the side to move's point of view."""
 
     @abstractmethod
-    def evaluate(self, board: chess.Board) -> Evaluation:
-        """Value and (possibly heuristic) priors of a non-terminal position."""
+    def evaluate(self, board: chess.Board, moves: Optional[Sequence[chess.Move]] = None) -> Evaluation:
+        """Value and (possibly heuristic) priors of a non-terminal position (``moves``: its legal moves, if known)."""
 
-    def evaluate_batch(self, boards: Sequence[chess.Board]) -> list[Evaluation]:
+    def evaluate_batch(self, boards: Sequence[chess.Board], moves: MoveLists = None) -> list[Evaluation]:
         """Evaluate several positions; neural evaluators override this to batch."""
-        return [self.evaluate(board) for board in boards]
+        return [self.evaluate(board, moves[i] if moves is not None else None) for i, board in enumerate(boards)]
 
-    def options(self) -> list[EvaluatorOption]:
-        """Evaluator-specific UCI options."""
-        return []
+    def prepare(self, board: chess.Board, moves: Sequence[chess.Move]) -> Request:
+        """Take what evaluating ``board`` (legal ``moves``) needs; ``board`` may change as soon as this returns."""
+        request = Request(moves)
+        request.board = board.copy(stack=max(8, board.halfmove_clock))  # type: ignore[attr-defined]
+        return request
 
-    def set_option(self, name: str, value: Any) -> None:
-        """Apply one of :meth:`options`; called with an already validated value."""
+    def infer(self, requests: Sequence[Request]) -> None:
+        """The network part of a batch of prepared requests: runs on any thread and touches no board.
 
-    def set_cache_size(self, megabytes: int) -> None:
-        """Resize any position cache to roughly this many megabytes."""
+        The default does nothing (its work is done by :meth:`finish`).
+        """
+
+    def finish(self, requests: Sequence[Request]) -> list[Evaluation]:
+        """The evaluations of requests that went through :meth:`infer`, in order (on the preparing thread)."""
+        return self.evaluate_batch([request.board for request in requests],  # type: ignore[attr-defined]
+                                   [request.moves for request in requests])
+
+    @property
+    def infers_in_native_code(self) -> bool:
+        """True when :meth:`infer` runs a network that releases the GIL: worth a thread of its own."""
+        return False
+
+    def load(self) -> None:
+        """Read weights now if construction deferred it (LoadError when they are unusable)."""
+
+    def cache_key(self, board: chess.Board) -> Hashable:
+        """What the evaluation of ``board`` depends on (a cache's key): the position and the fifty-move clock."""
+        return board._transposition_key(), min(board.halfmove_clock, 100)
+
+    def set_threads(self, threads: int) -> None:
+        """Use at most this many CPU threads (networks set their runtime's thread pool)."""
 
     def new_game(self) -> None:
-        """Forget anything learned about the previous game (caches)."""
+        """Forget anything learned about the previous game."""
 
 
-class Comparator(ABC):
+def evaluate_in_stages(evaluator: Evaluator, boards: Sequence[chess.Board], moves: MoveLists = None
+                       ) -> list[Evaluation]:
+    """:meth:`Evaluator.evaluate_batch` by way of the stages, for evaluators that implement the stages."""
+    requests = [evaluator.prepare(board, list(board.legal_moves) if moves is None else moves[i])
+                for i, board in enumerate(boards)]
+    todo = [request for request in requests if request.evaluation is None]
+    if todo:
+        evaluator.infer(todo)
+        for request, evaluation in zip(todo, evaluator.finish(todo)):
+            request.evaluation = evaluation
+    return [request.evaluation for request in requests]  # type: ignore[misc]
+
+
+class EvaluatorWrapper(Evaluator):
+    """An evaluator around another one: forwards everything, its own options first.
+
+    The stages are forwarded too, unless a subclass changes evaluations by
+    overriding ``evaluate_batch`` or ``evaluate`` without overriding
+    :meth:`prepare`: then the default stages run, which call that override.
+    """
+
+    def __init__(self, inner: Evaluator) -> None:
+        self.inner = inner
+        super().__init__()
+        cls = type(self)
+        self._forwards_stages = cls.prepare is not EvaluatorWrapper.prepare or (
+            cls.evaluate_batch is EvaluatorWrapper.evaluate_batch and cls.evaluate is EvaluatorWrapper.evaluate)
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    @property
+    def has_policy(self) -> bool:  # type: ignore[override]
+        return self.inner.has_policy
+
+    def centipawns(self, board: chess.Board) -> int:
+        return self.inner.centipawns(board)
+
+    def evaluate(self, board: chess.Board, moves: Optional[Sequence[chess.Move]] = None) -> Evaluation:
+        return self.evaluate_batch([board], None if moves is None else [moves])[0]
+
+    def evaluate_batch(self, boards: Sequence[chess.Board], moves: MoveLists = None) -> list[Evaluation]:
+        return self.inner.evaluate_batch(boards, moves)
+
+    def prepare(self, board: chess.Board, moves: Sequence[chess.Move]) -> Request:
+        return self.inner.prepare(board, moves) if self._forwards_stages else super().prepare(board, moves)
+
+    def infer(self, requests: Sequence[Request]) -> None:
+        if self._forwards_stages:
+            self.inner.infer(requests)
+
+    def finish(self, requests: Sequence[Request]) -> list[Evaluation]:
+        return self.inner.finish(requests) if self._forwards_stages else super().finish(requests)
+
+    @property
+    def infers_in_native_code(self) -> bool:
+        return self._forwards_stages and self.inner.infers_in_native_code
+
+    def load(self) -> None:
+        self.inner.load()
+
+    def options(self) -> list[Option]:
+        return list(self.OPTIONS) + self.inner.options()
+
+    def set_option(self, name: str, value: Any) -> bool:
+        return super().set_option(name, value) or self.inner.set_option(name, value)
+
+    def cache_key(self, board: chess.Board) -> Hashable:
+        return self.inner.cache_key(board)
+
+    def set_threads(self, threads: int) -> None:
+        self.inner.set_threads(threads)
+
+    def new_game(self) -> None:
+        self.inner.new_game()
+
+
+def value_centipawns(evaluator: Evaluator, board: chess.Board) -> int:
+    """An evaluator's :meth:`~Evaluator.evaluate` value as centipawns (networks score alpha-beta nodes so)."""
+    return q_to_cp(evaluator.evaluate(board).value)
+
+
+class Comparator(Configurable, ABC):
     """Pairwise evaluator: says which of two positions is better for White.
 
-    Positions are turned into feature vectors once (:meth:`features`, cached by
-    the implementation) and compared cheaply (:meth:`prefers_first`).
+    Positions are turned into feature vectors once (:meth:`features`) and
+    compared cheaply (:meth:`prefers_first`).
     """
 
     name: str = "abstract-comparator"
@@ -105,17 +255,73 @@ class Comparator(ABC):
     def reset(self, board: chess.Board) -> None:
         """Rebuild incremental state for ``board`` from scratch."""
 
-    def options(self) -> list[EvaluatorOption]:
-        return []
+    def hashfull(self) -> int:
+        """Permille of the feature cache in use (0 without one)."""
+        return 0
 
-    def set_option(self, name: str, value: Any) -> None:
-        """Apply one of :meth:`options`."""
+    def load(self) -> None:
+        """Read weights now if construction deferred it (LoadError when they are unusable)."""
 
-    def set_cache_size(self, megabytes: int) -> None:
-        """Resize the feature cache to roughly this many megabytes."""
+    def set_threads(self, threads: int) -> None:
+        """Use at most this many CPU threads."""
 
     def new_game(self) -> None:
-        """Clear caches."""
+        """Forget the previous game."""
+
+
+class ComparatorWrapper(Comparator):
+    """A comparator around another one: forwards everything, its own options first."""
+
+    def __init__(self, inner: Comparator) -> None:
+        self.inner = inner
+        super().__init__()
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    def features(self, board: chess.Board) -> Any:
+        return self.inner.features(board)
+
+    def prefers_first(self, first: Any, second: Any) -> float:
+        return self.inner.prefers_first(first, second)
+
+    def push(self, board: chess.Board, move: chess.Move) -> None:
+        self.inner.push(board, move)
+
+    def pop(self, board: chess.Board) -> chess.Move:
+        return self.inner.pop(board)
+
+    def reset(self, board: chess.Board) -> None:
+        self.inner.reset(board)
+
+    def hashfull(self) -> int:
+        return self.inner.hashfull()
+
+    def load(self) -> None:
+        self.inner.load()
+
+    def options(self) -> list[Option]:
+        return list(self.OPTIONS) + self.inner.options()
+
+    def set_option(self, name: str, value: Any) -> bool:
+        return super().set_option(name, value) or self.inner.set_option(name, value)
+
+    def set_threads(self, threads: int) -> None:
+        self.inner.set_threads(threads)
+
+    def new_game(self) -> None:
+        self.inner.new_game()
+
+
+AnyEvaluator = Union[Evaluator, Comparator]
+
+
+def unwrap(evaluator: AnyEvaluator) -> AnyEvaluator:
+    """The evaluator at the core of any wrappers (the network itself)."""
+    while isinstance(evaluator, (EvaluatorWrapper, ComparatorWrapper)):
+        evaluator = evaluator.inner
+    return evaluator
 
 
 class LoadError(Exception):

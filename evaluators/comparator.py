@@ -3,31 +3,32 @@
 The first layer is sparse (at most 32 pieces + 5 flags among 773 inputs), so
 its pre-activation is kept as an accumulator that :meth:`push`/:meth:`pop`
 update by adding and subtracting a few weight rows, instead of recomputing
-the 773x100 product. Features (the tower output) are cached by Zobrist hash.
+the 773x100 product. The backend registry wraps it in a feature cache
+(:class:`evaluators.cache.CachedComparator`).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from pathlib import Path
-from typing import Any
 
 import chess
-import chess.polyglot
 import numpy as np
 
-from evaluators.base import Comparator, EvaluatorOption, LoadError
+from evaluators.base import Comparator, LoadError
 from evaluators.bits773 import INPUT_SIZE, active_features, move_delta
 from evaluators.onnx_model import open_session
+from evaluators.options import Option
 
 KIND = "deepchess-comparator"
-BYTES_PER_CACHE_ENTRY = 600
 
 
 class ComparatorEvaluator(Comparator):
     name = "comparator"
+    OPTIONS = (Option("IncrementalAccumulator", "check", True, attribute="incremental",
+                      help="update the first layer by the features a move changes instead of recomputing it"),)
 
     def __init__(self, path: Path) -> None:
+        super().__init__()
         # The ONNX file is the published artifact (checked here); the .npz beside it holds the same weights.
         open_session(path, KIND, threads=1)
         weights_path = path.with_suffix(".npz")
@@ -44,26 +45,7 @@ class ComparatorEvaluator(Comparator):
         self.first_weight, self.first_bias = weights[0]
         self.tower_rest = weights[1:tower_layers]
         self.head = weights[tower_layers:]
-        self.incremental = True
         self.accumulators: list[np.ndarray] = []
-        self.cache: OrderedDict[int, np.ndarray] = OrderedDict()
-        self.cache_size = 16 * 1024 * 1024 // BYTES_PER_CACHE_ENTRY
-        self.feature_calls = 0
-
-    # -------------------------------------------------------------- options
-
-    def options(self) -> list[EvaluatorOption]:
-        return [EvaluatorOption("IncrementalAccumulator", "check", True)]
-
-    def set_option(self, name: str, value: Any) -> None:
-        if name == "IncrementalAccumulator":
-            self.incremental = bool(value)
-
-    def set_cache_size(self, megabytes: int) -> None:
-        self.cache_size = max(1000, megabytes * 1024 * 1024 // BYTES_PER_CACHE_ENTRY)
-
-    def new_game(self) -> None:
-        self.cache.clear()
 
     # --------------------------------------------------------- accumulator
 
@@ -74,12 +56,13 @@ class ComparatorEvaluator(Comparator):
         self.accumulators = [self.full_accumulator(board)]
 
     def push(self, board: chess.Board, move: chess.Move) -> None:
-        if self.incremental and self.accumulators:
+        incremental = self.incremental  # read once: the UCI thread may switch it during a search
+        if incremental and self.accumulators:
             removed, added = move_delta(board, move)
             self.accumulators.append(self.accumulators[-1] + self.first_weight[added].sum(axis=0)
                                      - self.first_weight[removed].sum(axis=0))
         board.push(move)
-        if not self.incremental:
+        if not incremental:
             self.accumulators.append(self.full_accumulator(board))
 
     def pop(self, board: chess.Board) -> chess.Move:
@@ -90,19 +73,10 @@ class ComparatorEvaluator(Comparator):
 
     def features(self, board: chess.Board) -> np.ndarray:
         """Tower output of ``board``; uses the accumulator when it tracks ``board``."""
-        key = chess.polyglot.zobrist_hash(board)
-        cached = self.cache.get(key)
-        if cached is not None:
-            return cached
         accumulator = self.accumulators[-1] if self.accumulators else self.full_accumulator(board)
-        features = self.tower_from_accumulator(accumulator)
-        self.cache[key] = features
-        if len(self.cache) > self.cache_size:
-            self.cache.popitem(last=False)
-        return features
+        return self.tower_from_accumulator(accumulator)
 
     def tower_from_accumulator(self, accumulator: np.ndarray) -> np.ndarray:
-        self.feature_calls += 1
         x = np.maximum(accumulator, 0.0)
         for weight, bias in self.tower_rest:
             x = np.maximum(x @ weight + bias, 0.0)

@@ -64,10 +64,8 @@ class Encoding:
         """The bool planes (binary_planes, 8, 8) of ``board``."""
         us = board.turn
         if self.history == 1:
-            bbs = _bitboards(board, us) + _castling_bits(board, us)
-            ep = board.ep_square if board.ep_square is not None and board.has_legal_en_passant() else None
-            ep_bb = 0 if ep is None else (1 << (ep if us == chess.WHITE else chess.square_mirror(ep)))
-            return _unpack(bbs + [ep_bb])
+            return unpack_unflipped(np.array([unflipped_bitboards(board)], dtype=np.uint64),
+                                    np.array([us == chess.BLACK]))[0]
         bbs: list[int] = []
         replay = board.copy(stack=self.history)
         for step in range(self.history):
@@ -85,6 +83,30 @@ class Encoding:
     def encode(self, board: chess.Board) -> np.ndarray:
         """Float32 planes (planes, 8, 8), ready for the network."""
         return assemble(self.binary(board)[None], np.array([board.halfmove_clock], dtype=np.uint8))[0]
+
+
+def unflipped_bitboards(board: chess.Board) -> list[int]:
+    """The ``planes18`` binary planes of ``board`` as 17 bitboards, not yet flipped for Black.
+
+    Taking 17 integers from the board is all the per-position Python work of an
+    encoding; :func:`unpack_unflipped` turns a whole batch into planes at once.
+    """
+    us = board.turn
+    ours, theirs = board.occupied_co[us], board.occupied_co[not us]
+    pieces = (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings)
+    ep = board.ep_square if board.ep_square is not None and board.has_legal_en_passant() else None
+    return ([bb & ours for bb in pieces] + [bb & theirs for bb in pieces] + _castling_bits(board, us)
+            + [0 if ep is None else 1 << ep])
+
+
+def unpack_unflipped(bitboards: np.ndarray, black: np.ndarray) -> np.ndarray:
+    """uint64 bitboards (N, C) of :func:`unflipped_bitboards` and who is to move (N,) -> bool planes (N, C, 8, 8),
+    flipped vertically where Black is to move."""
+    n, channels = bitboards.shape
+    planes = np.unpackbits(bitboards.astype("<u8").view(np.uint8), bitorder="little").reshape(n, channels, 8, 8)
+    if black.any():
+        planes[black] = planes[black][:, :, ::-1, :]
+    return planes.astype(bool)
 
 
 def assemble(binary: np.ndarray, rule50: np.ndarray) -> np.ndarray:

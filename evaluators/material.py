@@ -7,19 +7,62 @@ are the yardstick the learned evaluators are measured against.
 from __future__ import annotations
 
 import math
+from typing import Optional, Sequence
 
 import chess
 
 from evaluators.base import Evaluation, Evaluator
+from evaluators.rules import PIECE_VALUES, checking_moves, mvv_lva
 from evaluators.score import cp_to_q
-
-PIECE_VALUES = {chess.PAWN: 100, chess.KNIGHT: 320, chess.BISHOP: 330,
-                chess.ROOK: 500, chess.QUEEN: 900, chess.KING: 0}
 
 #: Softmax temperature (in centipawns) of the heuristic move priors.
 PRIOR_TEMPERATURE_CP = 150.0
 #: Prior bonus for checking moves, so that PUCT looks at forcing lines first.
 CHECK_BONUS_CP = 150.0
+
+
+def tactical_gains(board: chess.Board, moves: Sequence[chess.Move], checks: Sequence[bool]
+                   ) -> tuple[list[float], list[tuple[int, int]]]:
+    """What each move gains at a glance, in centipawns, and (value taken, index) of the captures among them.
+
+    A capture gains the piece taken less a tenth of the capturing piece, a
+    promotion the new piece less the pawn, a check (``checks``: which moves
+    give check, see :func:`evaluators.rules.checking_moves`) ``CHECK_BONUS_CP``.
+    Only captures and promotions, picked out by a bitboard test, are looked at
+    move by move.
+    """
+    squares = chess.BB_SQUARES
+    theirs = board.occupied_co[not board.turn]
+    ep_square = board.ep_square
+    targets = theirs | (squares[ep_square] if ep_square is not None else 0)
+    gains = [CHECK_BONUS_CP if check else 0.0 for check in checks]
+    captures = []
+    piece_type_at = board.piece_type_at
+    for index in [i for i, move in enumerate(moves) if squares[move.to_square] & targets or move.promotion]:
+        move = moves[index]
+        to_square = move.to_square
+        taken = 0
+        if squares[to_square] & theirs:
+            taken = PIECE_VALUES[piece_type_at(to_square)]  # type: ignore[index]
+            gains[index] += taken - PIECE_VALUES[piece_type_at(move.from_square)] / 10.0  # type: ignore[index]
+        elif to_square == ep_square and board.is_en_passant(move):
+            taken = PIECE_VALUES[chess.PAWN]
+            gains[index] += taken * 0.9
+        if move.promotion:
+            promoted = PIECE_VALUES[move.promotion] - PIECE_VALUES[chess.PAWN]
+            gains[index] += promoted
+            taken += promoted if taken else 0
+        if taken:
+            captures.append((taken, index))
+    return gains, captures
+
+
+def gain_softmax(gains: Sequence[float]) -> list[float]:
+    """Heuristic priors: a softmax of the gains at ``PRIOR_TEMPERATURE_CP``."""
+    top = max(gains, default=0.0)
+    weights = [math.exp((gain - top) / PRIOR_TEMPERATURE_CP) for gain in gains]
+    total = sum(weights) or 1.0
+    return [weight / total for weight in weights]
 
 
 class MaterialEvaluator(Evaluator):
@@ -36,27 +79,17 @@ class MaterialEvaluator(Evaluator):
             score += PIECE_VALUES[piece_type] * (chess.popcount(bb & white) - chess.popcount(bb & black))
         return score if board.turn == chess.WHITE else -score
 
-    def move_gain(self, board: chess.Board, move: chess.Move) -> float:
-        """A quick guess, in centipawns, of what a move gains (used for priors)."""
-        gain = 0.0
-        if board.is_capture(move):
-            victim = chess.PAWN if board.is_en_passant(move) else board.piece_type_at(move.to_square)
-            attacker = board.piece_type_at(move.from_square)
-            gain += PIECE_VALUES[victim] - PIECE_VALUES[attacker] / 10.0  # type: ignore[index]
-        if move.promotion:
-            gain += PIECE_VALUES[move.promotion] - PIECE_VALUES[chess.PAWN]
-        if board.gives_check(move):
-            gain += CHECK_BONUS_CP
-        return gain
+    def move_gains(self, board: chess.Board, moves: Sequence[chess.Move]) -> list[float]:
+        """A quick guess, in centipawns, of what each move gains (used for priors): :func:`tactical_gains`."""
+        return tactical_gains(board, moves, checking_moves(board, moves))[0]
 
-    def evaluate(self, board: chess.Board) -> Evaluation:
-        moves = list(board.legal_moves)
-        logits = [self.move_gain(board, move) / PRIOR_TEMPERATURE_CP for move in moves]
-        top = max(logits, default=0.0)
-        weights = [math.exp(logit - top) for logit in logits]
-        total = sum(weights) or 1.0
-        return Evaluation(value=cp_to_q(self.centipawns(board)),
-                          priors={move: w / total for move, w in zip(moves, weights)})
+    def priors(self, board: chess.Board, moves: Optional[Sequence[chess.Move]] = None) -> dict[chess.Move, float]:
+        """Softmax of :meth:`move_gains` over the legal moves (``moves``, if already generated)."""
+        moves = list(board.legal_moves) if moves is None else moves
+        return dict(zip(moves, gain_softmax(self.move_gains(board, moves))))
+
+    def evaluate(self, board: chess.Board, moves: Optional[Sequence[chess.Move]] = None) -> Evaluation:
+        return Evaluation(value=cp_to_q(self.centipawns(board)), priors=self.priors(board, moves))
 
 
 # Piece-square tables from White's point of view, a1 = index 0 (Michniewski's
@@ -108,20 +141,21 @@ class PstEvaluator(MaterialEvaluator):
                     score += sign * table[sq]
         return score if board.turn == chess.WHITE else -score
 
-    def move_gain(self, board: chess.Board, move: chess.Move) -> float:
-        piece = board.piece_at(move.from_square)
-        gain = super().move_gain(board, move)
-        if piece is not None:
-            table = PST[(piece.color, piece.piece_type)]
-            gain += table[move.to_square] - table[move.from_square]
-        return gain
+    def move_gains(self, board: chess.Board, moves: Sequence[chess.Move]) -> list[float]:
+        """The material gains plus what the piece-square table says about each move."""
+        piece_type_at, turn = board.piece_type_at, board.turn
+        gains = super().move_gains(board, moves)
+        for index, move in enumerate(moves):
+            table = PST[(turn, piece_type_at(move.from_square))]  # type: ignore[index]
+            gains[index] += table[move.to_square] - table[move.from_square]
+        return gains
 
 
 def quiescence_cp(evaluator: MaterialEvaluator, board: chess.Board, budget: int = 40) -> int:
     """Material after the capture sequence (side to move's view), searching at most ``budget`` nodes.
 
     A cheap tactical correction for evaluators that do not see hanging pieces:
-    stand pat or capture, most valuable victim first.
+    stand pat or capture, in :func:`evaluators.rules.mvv_lva` order.
     """
     nodes = [0]
 
@@ -131,9 +165,7 @@ def quiescence_cp(evaluator: MaterialEvaluator, board: chess.Board, budget: int 
         if stand_pat >= beta or nodes[0] >= budget:
             return stand_pat
         alpha = max(alpha, stand_pat)
-        captures = sorted(board.generate_legal_captures(),
-                          key=lambda m: PIECE_VALUES[board.piece_type_at(m.to_square) or chess.PAWN]
-                          - PIECE_VALUES[board.piece_type_at(m.from_square)] / 10.0, reverse=True)  # type: ignore[index]
+        captures = sorted(board.generate_legal_captures(), key=lambda m: mvv_lva(board, m), reverse=True)
         for move in captures:
             board.push(move)
             score = -search(-beta, -alpha)

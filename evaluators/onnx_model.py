@@ -23,6 +23,10 @@ def open_session(path: Path, expected_kind: str, threads: int = 2) -> tuple[Any,
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    # threads that wait for work sleep instead of spinning: a spinning thread takes the core the search
+    # (or the opponent engine) needs, for a few percent of network speed
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     options.log_severity_level = 3
     try:
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])

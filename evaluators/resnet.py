@@ -1,86 +1,121 @@
 """The ResNet policy-value evaluator: an ONNX network run by onnxruntime.
 
-It masks illegal moves, softmaxes the remaining policy logits, converts the
-W/D/L head to a value, caches evaluations by position and evaluates batches.
+It masks illegal moves, softmaxes the remaining policy logits (at
+``PolicyTemperature``), converts the W/D/L head to a value and evaluates
+batches. It is the bare network: the backend registry wraps it in the
+heuristic blend (:mod:`evaluators.blend`) and the cache (:mod:`evaluators.cache`).
+
+Evaluation runs in the stages of :class:`evaluators.base.Request`, so that a
+search can prepare the next leaves while the network runs: ``prepare`` takes
+17 bitboards and the moves' policy slots from the board (the only Python work
+per position), ``infer`` unpacks a whole batch into planes and runs the
+network, ``finish`` softmaxes every position's legal moves in one pass.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import functools
+from itertools import chain
 from pathlib import Path
-from typing import Any, Hashable, Sequence
+from typing import Any, Hashable, Optional, Sequence
 
 import chess
 import numpy as np
 
-from evaluators.base import Evaluation, Evaluator, EvaluatorOption, LoadError
-from evaluators.encoding import ENCODINGS, assemble, get_encoding
-from evaluators.moves import legal_move_indices
+from evaluators.base import Evaluation, Evaluator, LoadError, MoveLists, Request, evaluate_in_stages, value_centipawns
+from evaluators.encoding import ENCODINGS, Encoding, assemble, get_encoding, unflipped_bitboards, unpack_unflipped
+from evaluators.moves import move_to_index
 from evaluators.onnx_model import open_session
-from evaluators.material import MaterialEvaluator, quiescence_cp
-from evaluators.score import cp_to_q, q_to_cp
+from evaluators.options import Option
 
 KIND = "resnet-policy-value"
-#: Rough memory of one cached evaluation (priors dict of ~35 moves).
-BYTES_PER_CACHE_ENTRY = 4000
+
+
+@functools.lru_cache(maxsize=None)
+def _slot_tables() -> tuple[list[int], list[int]]:
+    """Policy slot of every (from, to) move by colour (index 0: Black, 1: White; -1: no such move), queen
+    promotions included: ``_slot_tables()[turn][from << 6 | to]``. Built at the first use (20 ms), not at `uci`."""
+    tables = []
+    for turn in (chess.BLACK, chess.WHITE):
+        table = [-1] * 4096
+        for from_square in chess.SQUARES:
+            for to_square in chess.SQUARES:
+                try:
+                    table[from_square << 6 | to_square] = move_to_index(chess.Move(from_square, to_square), turn)
+                except KeyError:
+                    pass
+        tables.append(table)
+    return tables[0], tables[1]
+
 
 
 class ResNetEvaluator(Evaluator):
     name = "resnet"
     has_policy = True
+    OPTIONS = (Option("PolicyTemperature", "spin", 100, 10, 500, scale=100, attribute="softmax_temperature",
+                      help="softmax temperature of the policy head x100 (above 100 flattens the priors)"),)
 
-    def __init__(self, path: Path, threads: int = 2) -> None:
+    def __init__(self, path: Path, threads: int = 1, lazy: bool = False) -> None:
+        """``lazy``: read the weights at the first use or :meth:`load` (the engine answers `uci` before that)."""
+        super().__init__()
         self.path = path
         self.threads = threads
-        self.session, self.metadata = open_session(path, KIND, threads)
-        encoding_name = self.metadata.get("encoding")
+        self._session: Any = None
+        self._metadata: dict[str, Any] = {}
+        self._encoding: Optional[Encoding] = None
+        if not lazy:
+            self.load()
+
+    # -------------------------------------------------------------- loading
+
+    def load(self) -> None:
+        if self._session is not None:
+            return
+        session, metadata = open_session(self.path, KIND, self.threads)
+        encoding_name = metadata.get("encoding")
         if encoding_name not in ENCODINGS:
-            raise LoadError(f"{path}: unknown board encoding {encoding_name!r} (this engine knows "
+            raise LoadError(f"{self.path}: unknown board encoding {encoding_name!r} (this engine knows "
                             f"{', '.join(ENCODINGS)})")
-        if self.metadata.get("policy_layout") != "az-8x8x73" or self.metadata.get("value_head") != "wdl":
-            raise LoadError(f"{path}: unsupported policy layout {self.metadata.get('policy_layout')!r} or value "
-                            f"head {self.metadata.get('value_head')!r} (expected az-8x8x73 and wdl)")
-        self.encoding = get_encoding(encoding_name)
-        self.softmax_temperature = 1.0
-        #: Share (0-1) of the heuristic capture/check priors mixed into the policy.
-        self.tactical_priors = 0.5
-        #: Share (0-1) of the capture-quiescence material score mixed into the value.
-        self.material_blend = 0.6
-        self.material = MaterialEvaluator()
-        self.cache: OrderedDict[Hashable, Evaluation] = OrderedDict()
-        self.cache_size = 16 * 1024 * 1024 // BYTES_PER_CACHE_ENTRY
+        if metadata.get("policy_layout") != "az-8x8x73" or metadata.get("value_head") != "wdl":
+            raise LoadError(f"{self.path}: unsupported policy layout {metadata.get('policy_layout')!r} or value "
+                            f"head {metadata.get('value_head')!r} (expected az-8x8x73 and wdl)")
+        self._metadata, self._encoding = metadata, get_encoding(encoding_name)
+        self._session = session
 
-    def options(self) -> list[EvaluatorOption]:
-        return [EvaluatorOption("PolicyTemperature", "spin", 100, 10, 500),
-                EvaluatorOption("TacticalPriors", "spin", int(self.tactical_priors * 100), 0, 100),
-                EvaluatorOption("MaterialBlend", "spin", int(self.material_blend * 100), 0, 100),
-                EvaluatorOption("NNThreads", "spin", self.threads, 1, 64)]
+    @property
+    def session(self) -> Any:
+        self.load()
+        return self._session
 
-    def set_option(self, name: str, value: Any) -> None:
-        if name == "PolicyTemperature":
-            self.softmax_temperature = int(value) / 100.0
-            self.cache.clear()
-        elif name == "TacticalPriors":
-            self.tactical_priors = int(value) / 100.0
-            self.cache.clear()
-        elif name == "MaterialBlend":
-            self.material_blend = int(value) / 100.0
-            self.cache.clear()
-        elif name == "NNThreads" and int(value) != self.threads:
-            self.threads = int(value)
-            self.session, _ = open_session(self.path, KIND, self.threads)
+    @property
+    def metadata(self) -> dict[str, Any]:
+        self.load()
+        return self._metadata
 
-    def set_cache_size(self, megabytes: int) -> None:
-        self.cache_size = max(1000, megabytes * 1024 * 1024 // BYTES_PER_CACHE_ENTRY)
+    @property
+    def encoding(self) -> Encoding:
+        self.load()
+        assert self._encoding is not None
+        return self._encoding
 
-    def new_game(self) -> None:
-        self.cache.clear()
+    def set_threads(self, threads: int) -> None:
+        """A new onnxruntime session with ``threads`` intra-op threads (a running batch keeps the old one)."""
+        if threads != self.threads:
+            self.threads = threads
+            if self._session is not None:
+                self._session, _ = open_session(self.path, KIND, threads)
 
-    def _key(self, board: chess.Board) -> Hashable:
-        key: tuple = (board._transposition_key(), min(board.halfmove_clock, 100))
+    def cache_key(self, board: chess.Board) -> Hashable:
+        key = super().cache_key(board)
         if self.encoding.history > 1:  # history planes: the previous moves matter too
             key += tuple(board.move_stack[-self.encoding.history + 1:])
         return key
+
+    # ---------------------------------------------------------- evaluation
+
+    @property
+    def infers_in_native_code(self) -> bool:
+        return True
 
     def run(self, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Raw network outputs (policy logits, W/D/L probabilities) for a batch of encoded positions."""
@@ -88,49 +123,89 @@ class ResNetEvaluator(Evaluator):
         wdl = np.exp(wdl_logits - wdl_logits.max(axis=1, keepdims=True))
         return policy, wdl / wdl.sum(axis=1, keepdims=True)
 
-    def evaluate(self, board: chess.Board) -> Evaluation:
-        return self.evaluate_batch([board])[0]
+    def evaluate(self, board: chess.Board, moves: Optional[Sequence[chess.Move]] = None) -> Evaluation:
+        return self.evaluate_batch([board], None if moves is None else [moves])[0]
 
-    def evaluate_batch(self, boards: Sequence[chess.Board]) -> list[Evaluation]:
-        results: list[Evaluation | None] = [None] * len(boards)
-        keys = [self._key(b) for b in boards]
-        todo = []
-        for i, key in enumerate(keys):
-            cached = self.cache.get(key)
-            if cached is not None:
-                self.cache.move_to_end(key)
-                results[i] = cached
-            else:
-                todo.append(i)
-        if todo:
-            binary = np.stack([self.encoding.binary(boards[i]) for i in todo])
-            rule50 = np.array([boards[i].halfmove_clock for i in todo], dtype=np.uint8)
-            policy, wdl = self.run(assemble(binary, rule50))
-            for row, i in enumerate(todo):
-                evaluation = self._evaluation(boards[i], policy[row], wdl[row])
-                results[i] = evaluation
-                self.cache[keys[i]] = evaluation
-            while len(self.cache) > self.cache_size:
-                self.cache.popitem(last=False)
-        return results  # type: ignore[return-value]
+    def evaluate_batch(self, boards: Sequence[chess.Board], moves: MoveLists = None) -> list[Evaluation]:
+        return evaluate_in_stages(self, boards, moves)
 
-    def _evaluation(self, board: chess.Board, logits: np.ndarray, wdl: np.ndarray) -> Evaluation:
-        moves, indices = legal_move_indices(board)
-        legal_logits = logits[indices] / self.softmax_temperature
-        legal_logits = np.exp(legal_logits - legal_logits.max()) if len(moves) else legal_logits
-        priors = legal_logits / legal_logits.sum() if len(moves) else legal_logits
-        value, draw = float(wdl[0] - wdl[2]), float(wdl[1])
-        if self.tactical_priors and len(moves):
-            heuristic = self.material.evaluate(board).priors or {}
-            priors = (1 - self.tactical_priors) * priors + self.tactical_priors * np.array(
-                [heuristic[m] for m in moves])
-        if self.material_blend:
-            # a small network misses hanging pieces: blend in the material left after the captures
-            material_q = cp_to_q(quiescence_cp(self.material, board))
-            value = (1 - self.material_blend) * value + self.material_blend * material_q
-            draw *= 1 - abs(value)
-        return Evaluation(value=value, draw=draw, priors=dict(zip(moves, priors.tolist())))
+    def prepare(self, board: chess.Board, moves: Sequence[chess.Move]) -> Request:
+        request = Request(moves)
+        encoding = self.encoding
+        turn = board.turn
+        if encoding.history == 1:
+            request.bitboards = unflipped_bitboards(board)  # type: ignore[attr-defined]
+        else:
+            request.planes = encoding.binary(board)  # type: ignore[attr-defined]
+        request.black = turn == chess.BLACK  # type: ignore[attr-defined]
+        request.rule50 = board.halfmove_clock  # type: ignore[attr-defined]
+        if board.chess960:
+            request.slots = [move_to_index(_policy_move(board, m), turn) for m in moves]  # type: ignore[attr-defined]
+        else:
+            table = _slot_tables()[turn]
+            request.slots = [table[m.from_square << 6 | m.to_square]  # type: ignore[attr-defined]
+                             if m.promotion is None or m.promotion == chess.QUEEN else move_to_index(m, turn)
+                             for m in moves]
+        return request
+
+    def infer(self, requests: Sequence[Request]) -> None:
+        if not requests:
+            return
+        black = np.array([r.black for r in requests])  # type: ignore[attr-defined]
+        if self.encoding.history == 1:
+            binary = unpack_unflipped(np.array([r.bitboards for r in requests], dtype=np.uint64),  # type: ignore
+                                      black)
+        else:
+            binary = np.stack([r.planes for r in requests])  # type: ignore[attr-defined]
+        rule50 = np.array([min(255, r.rule50) for r in requests], dtype=np.uint8)  # type: ignore[attr-defined]
+        policy, wdl = self.run(assemble(binary, rule50))
+        outputs = (policy, wdl)
+        for row, request in enumerate(requests):
+            request.outputs, request.row = outputs, row  # type: ignore[attr-defined]
+
+    def finish(self, requests: Sequence[Request]) -> list[Evaluation]:
+        groups: dict[int, list[int]] = {}
+        for i, request in enumerate(requests):
+            groups.setdefault(id(request.outputs), []).append(i)  # type: ignore[attr-defined]
+        evaluations: list[Optional[Evaluation]] = [None] * len(requests)
+        for members in groups.values():
+            batch = [requests[i] for i in members]
+            for i, evaluation in zip(members, self._finish_batch(batch)):
+                evaluations[i] = evaluation
+        return evaluations  # type: ignore[return-value]
+
+    def _finish_batch(self, requests: Sequence[Request]) -> list[Evaluation]:
+        """Softmax over each position's legal moves, for requests from one network run, in one numpy pass."""
+        policy, wdl = requests[0].outputs  # type: ignore[attr-defined]
+        rows = [r.row for r in requests]  # type: ignore[attr-defined]
+        values = (wdl[rows, 0] - wdl[rows, 2]).tolist()
+        draws = wdl[rows, 1].tolist()
+        priors: list[list[float]] = [[] for _ in requests]
+        with_moves = [i for i, r in enumerate(requests) if r.moves]
+        if with_moves:
+            lengths = [len(requests[i].moves) for i in with_moves]
+            slots = np.fromiter(chain.from_iterable(requests[i].slots for i in with_moves),  # type: ignore
+                                dtype=np.int64, count=sum(lengths))
+            logits = policy[np.repeat([rows[i] for i in with_moves], lengths), slots] / self.softmax_temperature
+            starts = np.cumsum([0] + lengths[:-1])
+            top = np.maximum.reduceat(logits, starts)
+            weights = np.exp(logits - np.repeat(top, lengths))
+            flat = (weights / np.repeat(np.add.reduceat(weights, starts), lengths)).tolist()
+            for i, start, length in zip(with_moves, starts.tolist(), lengths):
+                priors[i] = flat[start:start + length]
+        return [Evaluation(value, draw, moves=request.moves, policy=request_priors)
+                for request, value, draw, request_priors in zip(requests, values, draws, priors)]
 
     def centipawns(self, board: chess.Board) -> int:
         """The value head as centipawns (lets alpha-beta search with the network too)."""
-        return q_to_cp(self.evaluate(board).value)
+        return value_centipawns(self, board)
+
+
+def _policy_move(board: chess.Board, move: chess.Move) -> chess.Move:
+    """The move as the policy encodes it: Chess960 castling (king takes rook) as the king's two-square step,
+    the way the network saw castling in training, unless the king would not move at all."""
+    if not board.chess960 or not board.is_castling(move):
+        return move
+    rank = chess.square_rank(move.from_square)
+    king_to = chess.square(6 if move.to_square > move.from_square else 2, rank)
+    return move if king_to == move.from_square else chess.Move(move.from_square, king_to)

@@ -3,8 +3,11 @@
 Negamax with iterative deepening, principal-variation search, a Zobrist-keyed
 transposition table, null-move pruning and late-move reductions, quiescence
 on captures, move ordering (TT move, MVV-LVA, killers, history), check
-extension, mate scores and draw detection by rule (repetition, fifty moves,
-insufficient material).
+extension, mate scores, tablebase scores and draw detection by rule
+(repetition, fifty moves, insufficient material; see :mod:`evaluators.rules`).
+The search keeps the Zobrist keys of the game and of its path, so repetitions
+are found with :func:`evaluators.rules.repetition_draw_keys`, the fast form of
+the shared repetition policy.
 """
 
 from __future__ import annotations
@@ -15,34 +18,15 @@ import chess
 import chess.polyglot
 
 from evaluators.base import Evaluator
-from evaluators.score import cp_to_q, q_to_wdl
+from evaluators.rules import (MATE, MATE_BOUND, TB_BOUND, fifty_move_draw, insufficient_material, mate_in_moves,
+                              mated_score, mating_score, mvv_lva, repetition_draw_keys, score_wdl, tablebase_score)
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
 from search.tt import EXACT, LOWER, UPPER, TranspositionTable
 
-MATE = 100000
-MATE_BOUND = MATE - 1000  # scores beyond this are mates
 INF = MATE + 1
 MAX_PLY = 128
-TB_WIN = MATE_BOUND - 1000  # tablebase wins rank just below real mates
-CHECK_NODES_EVERY = 256
-
-#: Most-valuable-victim weights for capture ordering (shared with the comparison search).
-MVV = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
-
-
-def mvv_lva(board: chess.Board, move: chess.Move) -> int:
-    """Capture ordering key: most valuable victim first, then least valuable attacker (en passant: a pawn)."""
-    victim = board.piece_type_at(move.to_square) or chess.PAWN
-    return 10 * MVV[victim] - MVV[board.piece_type_at(move.from_square) or chess.PAWN]
-
-
-def mate_in_moves(score: int) -> Optional[int]:
-    """UCI's `mate N` (positive: we mate) for a mate score, else None."""
-    if score >= MATE_BOUND:
-        return (MATE - score + 1) // 2
-    if score <= -MATE_BOUND:
-        return -((MATE + score) // 2)
-    return None
+#: Nodes between looks at the clock and `stop` (a node takes tens of microseconds; a network's, milliseconds).
+CHECK_NODES_EVERY = 16
 
 
 class AlphaBetaSearch(Search):
@@ -60,10 +44,17 @@ class AlphaBetaSearch(Search):
         self.seldepth = 0
         self.control = SearchControl()
         self.keys: list[int] = []
+        #: Index of the root position's key in ``keys`` (the repetition policy tells tree from game history).
+        self.root_index = 0
         self.excluded_root: set[chess.Move] = set()
+        #: The root moves the search may play when `go searchmoves` or the tablebases narrow them, else None.
+        self.root_allowed: Optional[set[chess.Move]] = None
+        #: The root's tablebase result (+1 / 0 / -1) when the tables cover it.
+        self.root_tablebase_result: Optional[int] = None
         self.pv: list[list[chess.Move]] = [[] for _ in range(MAX_PLY + 2)]
 
-    def set_hash(self, megabytes: int) -> None:
+    def set_hash(self, megabytes: float) -> None:
+        """A new table of that size; a running search switches to it at its next probe."""
         super().set_hash(megabytes)
         self.tt = TranspositionTable(megabytes)
 
@@ -84,11 +75,16 @@ class AlphaBetaSearch(Search):
         self.killers = [[None, None] for _ in range(MAX_PLY + 1)]
         self.history = [[h // 8 for h in row] for row in self.history]
         self.keys = self._history_keys(board)
-        root_moves = list(board.legal_moves)
+        self.root_index = len(self.keys)
+        root = self.root_moves(board, control)
+        root_moves = root.moves
+        self.root_tablebase_result = root.tablebase_result
         if not root_moves:
             return SearchResult(None)
+        legal_count = board.legal_moves.count()
+        self.root_allowed = set(root_moves) if len(root_moves) < legal_count else None
         best_lines: list[tuple[int, list[chess.Move]]] = [(0, [root_moves[0]])]
-        max_depth = control.max_depth or MAX_PLY - 1
+        max_depth = min(control.max_depth or MAX_PLY - 1, MAX_PLY - 1)
         if control.mate_in is not None:
             max_depth = min(max_depth, 2 * control.mate_in - 1)
         multipv = min(self.multipv, len(root_moves))
@@ -109,7 +105,7 @@ class AlphaBetaSearch(Search):
                 break
             best_lines = lines
             best_score = lines[0][0]
-            if control.stopped(self.nodes) or control.past_soft_deadline():
+            if control.stopped(self.nodes) or not control.may_start_iteration():
                 break
             if control.mate_in is not None and (mate_in_moves(best_score) or 0) > 0:
                 break
@@ -131,12 +127,11 @@ class AlphaBetaSearch(Search):
         return keys
 
     def _report(self, report: Reporter, depth: int, score: int, pv: list[chess.Move], multipv: int) -> None:
-        mate = mate_in_moves(score)
-        elapsed = self.control.elapsed()
-        report(SearchInfo(depth=depth, seldepth=max(self.seldepth, depth), nodes=self.nodes, time_s=elapsed,
-                          pv=pv, score_cp=None if mate is not None else score, mate=mate,
-                          wdl=q_to_wdl(1.0 if mate and mate > 0 else -1.0 if mate else cp_to_q(score)),
-                          multipv=multipv, hashfull=self.tt.hashfull()))
+        if self.root_tablebase_result is not None and abs(score) < MATE_BOUND:
+            score = tablebase_score(self.root_tablebase_result, 1)  # the tables know better than a shallow search
+        report(SearchInfo(depth=depth, seldepth=max(self.seldepth, depth), nodes=self.nodes,
+                          time_s=self.control.elapsed(), pv=pv, score=score, wdl=score_wdl(score), multipv=multipv,
+                          hashfull=self.tt.hashfull(), tbhits=self.tbhits()))
 
     # ----------------------------------------------------------------- search
 
@@ -147,16 +142,8 @@ class AlphaBetaSearch(Search):
             raise SearchStopped
 
     def _is_draw(self, board: chess.Board, key: int) -> bool:
-        if board.halfmove_clock >= 100:
-            return not board.is_checkmate()
-        keys = self.keys
-        last = len(keys) - 1
-        # same side to move: every second key back, within the reversible moves
-        stop = max(-1, last - board.halfmove_clock - 1)
-        for i in range(last - 1, stop, -2):
-            if keys[i] == key:
-                return True
-        return chess.popcount(board.occupied) <= 4 and board.is_insufficient_material()
+        return (fifty_move_draw(board) or repetition_draw_keys(self.keys, key, board.halfmove_clock, self.root_index)
+                or insufficient_material(board))
 
     def _negamax(self, board: chess.Board, depth: int, alpha: int, beta: int, ply: int, pv_node: bool,
                  allow_null: bool = True) -> int:
@@ -172,13 +159,16 @@ class AlphaBetaSearch(Search):
             if self._is_draw(board, key):
                 return 0
             # mate distance pruning
-            alpha, beta = max(alpha, -MATE + ply), min(beta, MATE - ply - 1)
+            alpha, beta = max(alpha, mated_score(ply)), min(beta, mating_score(ply + 1))
             if alpha >= beta:
                 return alpha
-            if self.tablebase is not None:
-                wdl = self.tablebase.probe_wdl(board)
-                if wdl is not None:
-                    return 0 if wdl == 0 else (TB_WIN - ply if wdl > 0 else -TB_WIN + ply)
+            tablebase = self.tablebase
+            if tablebase is not None:
+                result = tablebase.probe_result(board)
+                if result is not None:
+                    if result < 0 and board.is_checkmate():
+                        return mated_score(ply)
+                    return tablebase_score(result, ply)
         if ply >= MAX_PLY:
             return self.evaluator.centipawns(board)
 
@@ -209,7 +199,7 @@ class AlphaBetaSearch(Search):
 
         moves = self._ordered_moves(board, tt_move, ply)
         if not moves:
-            return -MATE + ply if in_check else 0
+            return mated_score(ply) if in_check else 0
 
         original_alpha = alpha
         best_score = -INF
@@ -218,7 +208,8 @@ class AlphaBetaSearch(Search):
         self.keys.append(key)
         try:
             for move in moves:
-                if ply == 0 and move in self.excluded_root:
+                if ply == 0 and (move in self.excluded_root
+                                 or self.root_allowed is not None and move not in self.root_allowed):
                     continue
                 capture = board.is_capture(move)
                 board.push(move)
@@ -301,7 +292,7 @@ class AlphaBetaSearch(Search):
         if in_check:
             moves = list(board.legal_moves)
             if not moves:
-                return -MATE + ply
+                return mated_score(ply)
             best = -INF
         else:
             stand_pat = self.evaluator.centipawns(board)
@@ -324,17 +315,17 @@ class AlphaBetaSearch(Search):
 
 
 def _score_to_tt(score: int, ply: int) -> int:
-    """Mate scores are stored relative to the node, not the root."""
-    if score >= MATE_BOUND:
+    """Mate and tablebase scores are stored relative to the node, not the root."""
+    if score >= TB_BOUND:
         return score + ply
-    if score <= -MATE_BOUND:
+    if score <= -TB_BOUND:
         return score - ply
     return score
 
 
 def _score_from_tt(score: int, ply: int) -> int:
-    if score >= MATE_BOUND:
+    if score >= TB_BOUND:
         return score - ply
-    if score <= -MATE_BOUND:
+    if score <= -TB_BOUND:
         return score + ply
     return score

@@ -1,4 +1,4 @@
-"""What every search shares: limits, stop control, progress reports and the Search ABC."""
+"""What every search shares: limits, stop control, progress reports, root moves and the Search ABC."""
 
 from __future__ import annotations
 
@@ -6,16 +6,21 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import chess
 
-from evaluators.base import EvaluatorOption
-from search.tablebase import Tablebase
+from evaluators.options import Configurable
+from evaluators.rules import mate_in_moves, uci_score
+from evaluators.tablebase import Tablebase
 
 
 class SearchStopped(Exception):
     """Raised inside a search to unwind when time, nodes or `stop` say so."""
+
+
+def _ignore(text: str) -> None:
+    """Default for :attr:`SearchControl.note`."""
 
 
 @dataclass
@@ -39,9 +44,17 @@ class SearchControl:
     stop_event: threading.Event = field(default_factory=threading.Event)
     #: (soft, hard) seconds to install from the moment of a ponderhit.
     ponder_budget: Optional[tuple[float, float]] = None
+    #: `go searchmoves`: the root moves the search may play (None: all).
+    searchmoves: Optional[list[chess.Move]] = None
+    #: Where the search says something once (`info string`), such as a full tree.
+    note: Callable[[str], None] = _ignore
 
     def stop(self) -> None:
         self.stop_event.set()
+
+    def __post_init__(self) -> None:
+        #: When the time budget started: the `go`, or the ponderhit.
+        self.budget_start = self.start
 
     def ponderhit(self) -> None:
         """The opponent played the expected move: start the real clock now."""
@@ -49,6 +62,7 @@ class SearchControl:
         if self.ponder_budget is not None:
             self.soft_deadline = now + self.ponder_budget[0]
             self.hard_deadline = now + self.ponder_budget[1]
+        self.budget_start = now
         self.pondering = False
 
     @property
@@ -67,30 +81,48 @@ class SearchControl:
             return True
         return self.hard_deadline is not None and time.monotonic() >= self.hard_deadline
 
-    def past_soft_deadline(self) -> bool:
-        return self.soft_deadline is not None and time.monotonic() >= self.soft_deadline
+    def may_start_iteration(self) -> bool:
+        """For deepening searches: True while a new iteration is likely to end by the soft deadline.
 
-    def remaining_to_soft(self) -> Optional[float]:
+        An iteration takes about as long as all the earlier ones together or
+        longer, so none starts once half the time to the soft deadline is spent
+        (started later, it would run on to the hard deadline).
+        """
         if self.soft_deadline is None:
-            return None
-        return self.soft_deadline - time.monotonic()
+            return True
+        return time.monotonic() - self.budget_start < (self.soft_deadline - self.budget_start) / 2
 
 
 @dataclass
 class SearchInfo:
-    """One `info` line's worth of progress, formatted by the UCI layer."""
+    """One `info` line's worth of progress, formatted by the UCI layer.
+
+    ``score`` is on the shared scale of :mod:`evaluators.rules` (centipawns,
+    mates, tablebase wins) from the side to move's point of view.
+    """
 
     depth: int
     seldepth: int
     nodes: int
     time_s: float
     pv: list[chess.Move]
-    score_cp: Optional[int] = None
-    mate: Optional[int] = None
+    score: int
     wdl: Optional[tuple[int, int, int]] = None
     multipv: int = 1
-    hashfull: Optional[int] = None
+    hashfull: int = 0
+    tbhits: int = 0
     bound: Optional[str] = None  # "lowerbound" / "upperbound"
+
+    @property
+    def mate(self) -> Optional[int]:
+        """UCI's `mate N`, or None for a centipawn score."""
+        return mate_in_moves(self.score)
+
+    @property
+    def score_cp(self) -> Optional[int]:
+        """UCI's `cp N`, or None for a mate."""
+        kind, value = uci_score(self.score)
+        return value if kind == "cp" else None
 
 
 @dataclass
@@ -99,38 +131,77 @@ class SearchResult:
     ponder_move: Optional[chess.Move] = None
 
 
+@dataclass
+class RootMoves:
+    """The moves a search may play at the root, and the root's tablebase result when it has one."""
+
+    moves: list[chess.Move]
+    #: +1 / 0 / -1 for the side to move when the tables cover the root, else None.
+    tablebase_result: Optional[int] = None
+
+
 Reporter = Callable[[SearchInfo], None]
 
 
-class Search(ABC):
-    """A search over positions using an evaluator it was constructed with."""
+class Search(Configurable, ABC):
+    """A search over positions using an evaluator it was constructed with.
+
+    Tuning knobs are declared in ``OPTIONS`` (see :mod:`evaluators.options`)
+    and may be set while the search runs: searches read them as they go.
+    """
 
     name: str = "abstract"
+    #: True when the search keeps a structure sized by ``Hash`` (a transposition table, a tree).
+    uses_hash: bool = True
 
     def __init__(self) -> None:
+        super().__init__()
         self.multipv = 1
         self.tablebase: Tablebase | None = None
-        self.hash_mb = 16
+        self.hash_mb: float = 16
         #: Nodes searched by the last (or running) search.
         self.nodes = 0
+        #: CPU threads the engine may use in all (the UCI option Threads), search and network together.
+        self.threads = 1
+        self._tablebase_hits_at_start = 0
 
     @abstractmethod
     def search(self, board: chess.Board, control: SearchControl, report: Reporter) -> SearchResult:
         """Search ``board`` (which must not be modified) until ``control`` says stop."""
 
-    def options(self) -> list[EvaluatorOption]:
-        """Search-specific tuning options exposed over UCI."""
-        return []
+    def root_moves(self, board: chess.Board, control: SearchControl) -> RootMoves:
+        """The legal moves, narrowed to `go searchmoves` and then by the tablebase root filter.
 
-    def set_option(self, name: str, value: Any) -> None:
-        """Apply one of :meth:`options`."""
+        Called once at the start of every search (it also starts the `tbhits` count).
+        """
+        tablebase = self.tablebase
+        self._tablebase_hits_at_start = tablebase.hits if tablebase is not None else 0
+        moves = list(board.legal_moves)
+        if control.searchmoves:
+            allowed = set(control.searchmoves)
+            moves = [move for move in moves if move in allowed] or moves
+        if tablebase is not None and moves:
+            filtered = tablebase.root_moves(board, moves)
+            if filtered is not None:
+                return RootMoves(filtered[1], filtered[0])
+        return RootMoves(moves)
 
-    def set_hash(self, megabytes: int) -> None:
+    def tbhits(self) -> int:
+        """Tablebase probes of the current search."""
+        tablebase = self.tablebase
+        return max(0, tablebase.hits - self._tablebase_hits_at_start) if tablebase is not None else 0
+
+    def set_hash(self, megabytes: float) -> None:
+        """Memory for the search's own table; may be called while the search runs."""
         self.hash_mb = megabytes
+
+    def set_threads(self, threads: int) -> None:
+        """Use ``threads`` CPU threads in all; searches that share them with a network split them here."""
+        self.threads = threads
 
     def new_game(self) -> None:
         """Forget the previous game (hash tables, trees)."""
 
     def hashfull(self) -> int:
-        """Permille of the hash table in use, as UCI reports it."""
+        """Permille of the search's table in use, as UCI reports it."""
         return 0

@@ -4,40 +4,49 @@ alpha_pos is the best leaf White is already guaranteed, beta_pos the best
 Black is; a leaf replaces alpha_pos when the comparator prefers it (for White),
 and a node is cut when alpha_pos is preferred over beta_pos. Checkmates,
 stalemates and rule draws are compared by rule, never by the network: a mate
-beats every position (sooner mates beat later ones) and a draw is as good as
-the starting position, the comparator's picture of an even game.
+beats every position (sooner mates beat later ones), a tablebase win beats
+every position but loses to a mate, and a draw is as good as the starting
+position, the comparator's picture of an even game.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from dataclasses import dataclass, replace
+from typing import Callable, Optional
 
 import chess
 import numpy as np
 
-from evaluators.base import Comparator, EvaluatorOption
+from evaluators.base import Comparator
+from evaluators.options import Option
+from evaluators.rules import game_result, mated_score, mating_score, mvv_lva, score_wdl, see, tablebase_score
 from evaluators.score import q_to_cp, q_to_wdl
-from search.alphabeta import MVV, mvv_lva
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
 
 MAX_PLY = 64
 MAX_QUIESCENCE_PLIES = 8
+#: Nodes between looks at the clock and `stop`.
+CHECK_NODES_EVERY = 16
 
 
 @dataclass
 class Leaf:
-    """A search result: a mate (mate_ply > 0 White mates, < 0 Black mates), a draw, or a network position."""
+    """A search result: a mate, a tablebase result, a draw, or a network position."""
 
     features: Optional[np.ndarray]
-    mate_ply: int = 0  # plies from the root to the mate, signed by the winner
+    mate_ply: int = 0  # plies from the root to the mate, signed by the winner (> 0: White mates)
     draw: bool = False
     pv: tuple = ()
     bound: int = 0  # +1 / -1: the initial beta / alpha, better / worse for White than any real leaf
+    tablebase_ply: int = 0  # plies from the root to a tablebase win, signed by the winner
 
 
 class ComparisonSearch(Search):
     name = "comparison"
+    uses_hash = False  # no table of its own: Hash goes to the comparator's feature cache
+    OPTIONS = (Option("Quiescence", "check", True, attribute="quiescence",
+                      help="resolve captures before the comparator judges a leaf (it was trained on quiet "
+                           "positions)"),)
 
     def __init__(self, comparator: Comparator) -> None:
         super().__init__()
@@ -47,14 +56,11 @@ class ComparisonSearch(Search):
         self.seldepth = 0
         self.comparisons = 0
         self.best_moves: dict[int, chess.Move] = {}
-        self.quiescence = True
+        #: The root moves the search may play (searchmoves, tablebases), None for all.
+        self.root_allowed: Optional[set[chess.Move]] = None
 
-    def options(self) -> list[EvaluatorOption]:
-        return [EvaluatorOption("Quiescence", "check", self.quiescence)]
-
-    def set_option(self, name: str, value: Any) -> None:
-        if name == "Quiescence":
-            self.quiescence = bool(value)
+    def hashfull(self) -> int:
+        return self.comparator.hashfull()
 
     # ----------------------------------------------------------- ordering
 
@@ -72,13 +78,17 @@ class ComparisonSearch(Search):
 
     @staticmethod
     def _mate_rank(leaf: Leaf) -> Optional[float]:
-        """Mates outrank everything; a quicker mate outranks a slower one."""
+        """Mates outrank everything, then tablebase wins; a quicker win outranks a slower one."""
         if leaf.bound:
             return leaf.bound * 1e9
         if leaf.mate_ply > 0:
             return 1000.0 - leaf.mate_ply
         if leaf.mate_ply < 0:
             return -1000.0 - leaf.mate_ply  # mate_ply < 0: a quicker loss ranks lower
+        if leaf.tablebase_ply > 0:
+            return 500.0 - leaf.tablebase_ply
+        if leaf.tablebase_ply < 0:
+            return -500.0 - leaf.tablebase_ply
         return None
 
     # -------------------------------------------------------------- driver
@@ -92,9 +102,10 @@ class ComparisonSearch(Search):
         self.even = self.comparator.features(chess.Board())
         self.comparator.reset(board)
         root_features = self.comparator.features(board)
-        moves = list(board.legal_moves)
+        moves = self.root_moves(board, control).moves
         if not moves:
             return SearchResult(None)
+        self.root_allowed = set(moves) if len(moves) < board.legal_moves.count() else None
         best: Optional[Leaf] = None
         max_depth = min(control.max_depth or MAX_PLY, MAX_PLY)
         for depth in range(1, max_depth + 1):
@@ -105,7 +116,7 @@ class ComparisonSearch(Search):
                 break
             best = leaf
             self._report(report, depth, leaf, board, root_features)
-            if control.stopped(self.nodes) or control.past_soft_deadline() or len(moves) == 1 and \
+            if control.stopped(self.nodes) or not control.may_start_iteration() or len(moves) == 1 and \
                     control.soft_deadline is not None:
                 break
             if leaf.mate_ply and abs(leaf.mate_ply) < depth and not control.infinite:
@@ -115,36 +126,49 @@ class ComparisonSearch(Search):
         return SearchResult(best.pv[0], best.pv[1] if len(best.pv) > 1 else None)
 
     def _report(self, report: Reporter, depth: int, leaf: Leaf, board: chess.Board, root: np.ndarray) -> None:
-        mate = None
+        white = board.turn == chess.WHITE
         if leaf.mate_ply:
             plies = abs(leaf.mate_ply)
-            white_wins = leaf.mate_ply > 0
-            mate = (plies + 1) // 2 if white_wins == (board.turn == chess.WHITE) else -((plies + 1) // 2)
-            q = 1.0 if mate > 0 else -1.0
+            score = mating_score(plies) if (leaf.mate_ply > 0) == white else mated_score(plies)
+            wdl = score_wdl(score)
+        elif leaf.tablebase_ply:
+            score = tablebase_score(1 if (leaf.tablebase_ply > 0) == white else -1, abs(leaf.tablebase_ply))
+            wdl = score_wdl(score)
         elif leaf.draw:
-            q = 0.0
+            score, wdl = 0, score_wdl(0)
         else:
             # pseudo-score: how sure the comparator is that the expected leaf is better than the root
             p_white = self.comparator.prefers_first(leaf.features, root)
-            q = (2 * p_white - 1) * (1 if board.turn == chess.WHITE else -1)
+            q = (2 * p_white - 1) * (1 if white else -1)
+            score, wdl = q_to_cp(q), q_to_wdl(q)
         report(SearchInfo(depth=depth, seldepth=max(depth, self.seldepth), nodes=self.nodes,
-                          time_s=self.control.elapsed(), pv=list(leaf.pv), score_cp=None if mate else q_to_cp(q),
-                          mate=mate, wdl=q_to_wdl(q)))
+                          time_s=self.control.elapsed(), pv=list(leaf.pv), score=score, wdl=wdl,
+                          hashfull=self.hashfull(), tbhits=self.tbhits()))
 
     # -------------------------------------------------------------- search
 
-    def _terminal(self, board: chess.Board, ply: int, has_moves: bool) -> Optional[Leaf]:
-        if not has_moves:
-            if board.is_check():
-                return Leaf(None, mate_ply=ply if board.turn == chess.BLACK else -ply)
-            return Leaf(None, draw=True)
-        if board.halfmove_clock >= 100 or board.is_insufficient_material() or \
-                (ply > 0 and board.is_repetition(2)):
-            return Leaf(None, draw=True)
+    def _terminal(self, board: chess.Board, ply: int, moves: list[chess.Move]) -> Optional[Leaf]:
+        """A mate, a draw by rule or a tablebase result; at the root only the end of the game counts."""
+        if moves and ply == 0:
+            return None
+        result = game_result(board, moves, ply)
+        if result is not None:
+            return Leaf(None, mate_ply=ply if board.turn == chess.BLACK else -ply) if result < 0 else \
+                Leaf(None, draw=True)
+        if self.tablebase is not None:
+            result = self.tablebase.probe_result(board)
+            if result == 0:
+                return Leaf(None, draw=True)
+            if result is not None:
+                white_wins = (result > 0) == (board.turn == chess.WHITE)
+                return Leaf(None, tablebase_ply=ply if white_wins else -ply)
         return None
 
     def _ordered(self, board: chess.Board, ply: int) -> list[chess.Move]:
         hint = self.best_moves.get(ply)
+        legal = board.legal_moves
+        if ply == 0 and self.root_allowed is not None:
+            legal = [move for move in legal if move in self.root_allowed]  # type: ignore[assignment]
 
         def key(move: chess.Move) -> int:
             if move == hint:
@@ -152,15 +176,15 @@ class ComparisonSearch(Search):
             if board.is_capture(move):
                 return 100 + mvv_lva(board, move)
             return 0
-        return sorted(board.legal_moves, key=key, reverse=True)
+        return sorted(legal, key=key, reverse=True)
 
     def _alphabeta(self, board: chess.Board, depth: int, ply: int, alpha: Leaf, beta: Leaf) -> Leaf:
         self.nodes += 1
-        if self.nodes % 64 == 0 and self.control.stopped(self.nodes):
+        if self.nodes % CHECK_NODES_EVERY == 0 and self.control.stopped(self.nodes):
             raise SearchStopped
         self.seldepth = max(self.seldepth, ply)
         moves = self._ordered(board, ply)
-        terminal = self._terminal(board, ply, bool(moves))
+        terminal = self._terminal(board, ply, moves)
         if terminal is not None:
             return terminal
         if depth == 0 or ply >= MAX_PLY:
@@ -178,7 +202,7 @@ class ComparisonSearch(Search):
         """
         if qply > 0:
             self.nodes += 1
-            if self.nodes % 64 == 0 and self.control.stopped(self.nodes):
+            if self.nodes % CHECK_NODES_EVERY == 0 and self.control.stopped(self.nodes):
                 raise SearchStopped
             self.seldepth = max(self.seldepth, ply)
         if board.is_check():
@@ -197,14 +221,8 @@ class ComparisonSearch(Search):
 
     @staticmethod
     def _promising_captures(board: chess.Board) -> list[chess.Move]:
-        """Captures most valuable victim first, leaving out a bigger piece taking a defended smaller one."""
-        piece_type_at, them = board.piece_type_at, not board.turn
-        promising = []
-        for move in board.generate_legal_captures():
-            victim = MVV[piece_type_at(move.to_square) or chess.PAWN]  # empty target: en passant
-            attacker = MVV[piece_type_at(move.from_square) or chess.PAWN]
-            if attacker <= victim or not board.is_attacked_by(them, move.to_square):
-                promising.append(move)
+        """Captures that do not lose material by static exchange, most valuable victim first."""
+        promising = [move for move in board.generate_legal_captures() if see(board, move) >= 0]
         return sorted(promising, key=lambda m: mvv_lva(board, m), reverse=True)
 
     def _expand(self, board: chess.Board, moves: list[chess.Move], ply: int, alpha: Leaf, beta: Leaf,
@@ -225,7 +243,7 @@ class ComparisonSearch(Search):
                 leaf = child(alpha, beta)
             finally:
                 self.comparator.pop(board)
-            leaf = Leaf(leaf.features, leaf.mate_ply, leaf.draw, (move,) + leaf.pv, leaf.bound)
+            leaf = replace(leaf, pv=(move,) + leaf.pv)
             if best is None or (self.white_prefers(leaf, best) if white else self.white_prefers(best, leaf)):
                 best = leaf
                 if remember:

@@ -1,76 +1,96 @@
 """PUCT Monte-Carlo tree search (AlphaZero / Leela style).
 
-Leaves are gathered in minibatches under virtual loss and evaluated with one
-:meth:`Evaluator.evaluate_batch` call, so a neural evaluator sees batches
-instead of single positions. Unvisited children get a first-play-urgency value
-below the parent's, terminal and tablebase positions are scored exactly, and
-the subtree of the move played is kept for the next search.
+Leaves are gathered in minibatches under virtual loss and evaluated in the
+stages of :class:`evaluators.base.Request`: the search walks one board down
+the tree with push/pop, generates a leaf's legal moves once (for the rules of
+:mod:`evaluators.rules`, the mate-in-one test and the evaluator), and hands
+the leaf to the evaluator's ``prepare`` before unmaking the moves. A network's
+``infer`` runs in an inference thread: with ``Overlap`` (and ``Threads`` 2 or
+more) the search gathers and prepares the next minibatch while the network
+evaluates the previous one; otherwise it waits for each, interruptibly, so
+that `stop` and the hard deadline are answered within milliseconds either way.
+Results are backed up in the order the batches were sent, so node counts for
+a node budget are the same from run to run, overlapped or not.
+
+Unvisited children get a first-play-urgency value below the parent's;
+positions decided by rule, by the tablebases or by a mate in one are scored
+exactly, and the subtree of the move played is kept for the next search.
+
+The tree stores an expanded node's moves and priors, sorted by prior, in
+compact arrays (a move as a 16-bit code), and creates a child node only when
+selection first picks that move: the first visits of a node's children always
+follow the prior order (an unvisited child's score is the first-play urgency
+plus its prior term), so selection only scores the children visited so far
+and the best unvisited one. A node thus costs a few hundred bytes and two
+objects for Python's garbage collector to scan, not one per legal move.
+
+Memory: the tree may hold ``node_budget`` nodes, derived from its share of
+``Hash``. When it is full the tree stops growing and the search goes on
+inside it: a leaf that was already evaluated backs up its own value again
+(no new nodes, no network call), which keeps refining the root's statistics;
+the search says so once with an `info string`.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import time
-from typing import Any, Optional
+from array import array
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Optional, Sequence
 
 import chess
 
-from evaluators.base import Evaluation, Evaluator, EvaluatorOption
+from evaluators.base import Evaluation, Evaluator, Request
+from evaluators.options import Option
+from evaluators.rules import (LegalMoves, game_result, mate_in_one, mated_score, mating_score, score_wdl,
+                              tablebase_score)
 from evaluators.score import q_to_cp, q_to_wdl
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult
 
 REPORT_EVERY_S = 1.0
-
-
-MATES_NEXT_MOVE = (1.0, 0.0)  # terminal value of a position whose side to move mates at once
-
-
-def mate_in_one(board: chess.Board) -> Optional[chess.Move]:
-    """A move that mates at once, if the side to move has one.
-
-    A few hundred playouts often never visit the opponent's one mating reply, so
-    a leaf that allows mate would look fine; this check makes it a proven loss.
-    Only moves landing on a square that attacks the enemy king (and promotions)
-    are tried, which keeps it cheap; mates by discovered check are not seen.
-    """
-    us = board.turn
-    king = board.king(not us)
-    if king is None:
-        return None
-    occupied = board.occupied
-    diagonal = chess.BB_DIAG_ATTACKS[king][chess.BB_DIAG_MASKS[king] & occupied]
-    straight = (chess.BB_RANK_ATTACKS[king][chess.BB_RANK_MASKS[king] & occupied]
-                | chess.BB_FILE_ATTACKS[king][chess.BB_FILE_MASKS[king] & occupied])
-    checking = {chess.PAWN: chess.BB_PAWN_ATTACKS[not us][king], chess.KNIGHT: chess.BB_KNIGHT_ATTACKS[king],
-                chess.BISHOP: diagonal, chess.ROOK: straight, chess.QUEEN: diagonal | straight, chess.KING: 0}
-    for move in board.generate_legal_moves():
-        piece = move.promotion or board.piece_type_at(move.from_square)
-        if not (checking[piece] & chess.BB_SQUARES[move.to_square]):  # type: ignore[index]
-            continue
-        board.push(move)
-        mated = board.is_checkmate()
-        board.pop()
-        if mated:
-            return move
-    return None
+#: Memory of one tree node with its moves and priors once expanded (a node is created per playout), measured
+#: with tracemalloc.
+BYTES_PER_NODE = 750
+#: Smallest tree, whatever the Hash.
+MIN_TREE_NODES = 1000
+#: ``Node.plies`` of a result known from the tablebases (distance unknown): ranks after every real mate.
+UNKNOWN_DISTANCE = 1000
+#: Longest wait for the network between two looks at `stop` and the clock.
+POLL_S = 0.002
+#: With the overlap, how long the search thread may keep the GIL while the inference thread wants it
+#: (Python's default, 5 ms, would idle the network that long after each run, a minibatch takes 10-20 ms).
+SWITCH_INTERVAL_S = 0.0005
 
 
 class Node:
-    """A tree node. ``value_sum`` is from the point of view of the side that moved into it."""
+    """A tree node. ``value_sum`` is from the point of view of the side that moved into it.
 
-    __slots__ = ("move", "prior", "children", "visits", "value_sum", "draw_sum", "virtual", "terminal", "plies")
+    Expanded, a node holds its legal ``moves`` (as :func:`move_code`) and
+    their ``priors`` sorted by prior, and ``children``: the nodes of its first
+    ``len(children)`` moves, those selection has picked so far.
+    """
+
+    __slots__ = ("move", "prior", "moves", "priors", "children", "visits", "value_sum", "draw_sum", "virtual",
+                 "visited_policy", "terminal", "plies")
 
     def __init__(self, move: Optional[chess.Move], prior: float) -> None:
         self.move = move
         self.prior = prior
-        self.children: Optional[list[Node]] = None
+        self.moves: Optional[Sequence[int]] = None
+        self.priors: Sequence[float] = ()
+        self.children: list[Node] = []
         self.visits = 0
         self.value_sum = 0.0
         self.draw_sum = 0.0
         self.virtual = 0
+        #: Sum of the priors of the children visited at least once (first-play urgency grows with it).
+        self.visited_policy = 0.0
         #: (value, draw) for the side to move here when the position's result is known exactly.
         self.terminal: Optional[tuple[float, float]] = None
-        #: Plies to the end of the game when ``terminal`` is known (0: the game is over here).
+        #: Plies to the end of the game when ``terminal`` is known (0: the game is over here;
+        #: UNKNOWN_DISTANCE and more: a tablebase result).
         self.plies = 0
 
     def proven_lost(self) -> bool:
@@ -81,85 +101,176 @@ class Node:
         return self.value_sum / self.visits if self.visits else 0.0
 
 
+def move_code(move: chess.Move) -> int:
+    """A move in 16 bits: from square, to square, promotion piece type."""
+    return move.from_square | move.to_square << 6 | (move.promotion or 0) << 12
+
+
+def code_move(code: int) -> chess.Move:
+    return chess.Move(code & 63, code >> 6 & 63, code >> 12 or None)
+
+
+class Batch:
+    """Leaves sent to the evaluator together: their paths (holding virtual loss) and requests."""
+
+    __slots__ = ("paths", "requests", "future")
+
+    def __init__(self) -> None:
+        self.paths: list[list[Node]] = []
+        self.requests: list[Request] = []
+        self.future: Optional[Future] = None
+
+
 class PuctSearch(Search):
     """PUCT over any evaluator that gives a value and move priors."""
 
     name = "puct"
+    OPTIONS = (
+        Option("CPuct", "spin", 200, 10, 1000, scale=100, attribute="cpuct",
+               help="exploration constant x100: higher spreads visits over more moves"),
+        Option("FpuReduction", "spin", 30, 0, 200, scale=100, attribute="fpu_reduction",
+               help="first-play urgency x100: how much worse than its parent an unvisited move is assumed"),
+        Option("MinibatchSize", "spin", 0, 0, 256, attribute="minibatch_size",
+               help="leaves evaluated per evaluator call; 0: 16 with a network policy, 1 otherwise"),
+        Option("Overlap", "check", True, attribute="overlap",
+               help="with Threads 2 or more, prepare the next minibatch while the network evaluates one"),
+    )
 
     def __init__(self, evaluator: Evaluator) -> None:
         super().__init__()
         self.evaluator = evaluator
-        self.cpuct = 2.0
-        self.fpu_reduction = 0.3
-        self.batch_size = 16 if evaluator.has_policy else 1
         self.virtual_loss = 1
         self.root: Optional[Node] = None
         self.root_fen: Optional[str] = None
+        #: True when the root's children were narrowed (searchmoves, tablebases): the next search re-expands it.
+        self.root_filtered = False
         self.control = SearchControl()
         self.nodes = 0
         self.reused = 0
         self.max_depth_seen = 0
         self.depth_sum = 0
+        #: Nodes in the current tree (estimated for a reused subtree), and how many it may hold.
+        self.tree_nodes = 0
+        self.node_budget = self._budget(self.hash_mb)
+        self._said_full = False
+        self._executor: Optional[ThreadPoolExecutor] = None
 
-    # ---------------------------------------------------------------- options
+    # ---------------------------------------------------------------- memory
 
-    def options(self) -> list[EvaluatorOption]:
-        return [EvaluatorOption("CPuct", "spin", int(self.cpuct * 100), 10, 1000),
-                EvaluatorOption("FpuReduction", "spin", int(self.fpu_reduction * 100), 0, 200),
-                EvaluatorOption("MinibatchSize", "spin", self.batch_size, 1, 256)]
+    @staticmethod
+    def _budget(megabytes: float) -> int:
+        return max(MIN_TREE_NODES, int(megabytes * 1024 * 1024) // BYTES_PER_NODE)
 
-    def set_option(self, name: str, value: Any) -> None:
-        if name == "CPuct":
-            self.cpuct = int(value) / 100.0
-        elif name == "FpuReduction":
-            self.fpu_reduction = int(value) / 100.0
-        elif name == "MinibatchSize":
-            self.batch_size = int(value)
+    def set_hash(self, megabytes: float) -> None:
+        """A new node budget; a running search grows the tree up to it from its next expansion."""
+        super().set_hash(megabytes)
+        self.node_budget = self._budget(megabytes)
+        self._said_full = False
+
+    def hashfull(self) -> int:
+        return min(1000, self.tree_nodes * 1000 // self.node_budget)
+
+    def tree_full(self) -> bool:
+        return self.tree_nodes >= self.node_budget
+
+    @property
+    def batch_size(self) -> int:
+        return self.minibatch_size or (16 if self.evaluator.has_policy else 1)
 
     def new_game(self) -> None:
+        """Drop the tree (a running search keeps its own root; the next search starts a new tree)."""
         self.root = None
         self.root_fen = None
+
+    # ---------------------------------------------------------------- threads
+
+    def set_threads(self, threads: int) -> None:
+        """The network gets every thread. With the overlap the search thread's work (about a third of the
+        network's time per position) shares the cores with it, which keeps both cores busier than a core
+        reserved for either (docs/bench.md)."""
+        super().set_threads(threads)
+        self.evaluator.set_threads(threads)
+
+    @property
+    def overlapping(self) -> bool:
+        """True when the search prepares a minibatch while the network runs another (Overlap, Threads >= 2)."""
+        return self.overlap and self.threads >= 2 and self.evaluator.infers_in_native_code
+
+    def _inference_thread(self) -> Optional[ThreadPoolExecutor]:
+        """The thread that runs the network (None when the evaluator has no native part worth one)."""
+        if not self.evaluator.infers_in_native_code:
+            return None
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inference")
+        return self._executor
 
     # ----------------------------------------------------------------- driver
 
     def search(self, board: chess.Board, control: SearchControl, report: Reporter) -> SearchResult:
         board = board.copy()
         self.control = control
-        root = self._reuse_tree(board)
-        if root.children is None:
-            self._expand_root(board, root)
-        if not root.children:
+        allowed = self.root_moves(board, control).moves
+        if not allowed:
             return SearchResult(None)
+        root = self._reuse_tree(board)
+        if root.moves is None:  # evaluated with every legal move: evaluations are cached by position
+            legal = list(board.generate_legal_moves())
+            self._expand(root, self.evaluator.evaluate(board, legal))
+        self.root_filtered = len(allowed) < len(root.moves or ())
+        if self.root_filtered:
+            self._filter_root(root, set(allowed))
         self.nodes = 0
         self.max_depth_seen = 0
         self.depth_sum = 0
+        self._said_full = False
+        inference = self._inference_thread()
+        overlap = inference is not None and self.overlapping
+        if overlap and sys.getswitchinterval() > SWITCH_INTERVAL_S:
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
+        on_the_way: list[Batch] = []  # sent to the network, not yet backed up; oldest first
         last_report = time.monotonic()
         extended = False
-        while True:
-            self._playout_batch(board, root)
-            now = time.monotonic()
-            if control.stopped(self.nodes):
-                break
-            if control.max_depth is not None and self.nodes and self.depth_sum / self.nodes >= control.max_depth:
-                break
-            mate = self._proven_mate(root)
-            if mate is not None and (control.mate_in is not None or not control.infinite):
-                break
-            if root.terminal is not None and not control.infinite:
-                break
-            if control.soft_deadline is not None:
-                if now >= control.soft_deadline:
-                    if not extended and self._unclear(root) and control.hard_deadline is not None:
-                        # best by visits is not best by value: think up to half of what remains
-                        control.soft_deadline = now + (control.hard_deadline - now) / 2
-                        extended = True
+        try:
+            while True:
+                batch = self._gather(board, root, sum(len(sent.requests) for sent in on_the_way))
+                if batch.requests:
+                    if inference is None:
+                        self.evaluator.infer(batch.requests)
                     else:
-                        break
-                elif self._decided(root, control.soft_deadline - now):
+                        batch.future = inference.submit(self.evaluator.infer, batch.requests)
+                    on_the_way.append(batch)
+                # with the overlap the batch just sent stays on its way while the next one is gathered
+                if not self._complete_all(on_the_way, keep=1 if overlap and batch.requests else 0):
                     break
-            if now - last_report >= REPORT_EVERY_S:
-                self._report(report, root)
-                last_report = now
+                now = time.monotonic()
+                if control.stopped(self.nodes):
+                    break
+                if control.max_depth is not None and self.nodes and self.depth_sum / self.nodes >= control.max_depth:
+                    break
+                mate = self._proven_mate(root)
+                if mate is not None and (control.mate_in is not None or not control.infinite):
+                    break
+                if root.terminal is not None and not control.infinite:
+                    break
+                if control.soft_deadline is not None:
+                    if now >= control.soft_deadline:
+                        if not extended and self._unclear(root) and control.hard_deadline is not None:
+                            # best by visits is not best by value: think up to half of what remains
+                            control.soft_deadline = now + (control.hard_deadline - now) / 2
+                            extended = True
+                        else:
+                            break
+                    elif self._decided(root, control.soft_deadline - now):
+                        break
+                if now - last_report >= REPORT_EVERY_S:
+                    self._report(report, root)
+                    last_report = now
+            if not control.stopped(self.nodes):
+                self._complete_all(on_the_way, keep=0)  # a soft stop: what is on its way still counts
+        finally:
+            for batch in on_the_way:
+                self._abandon(batch)
+        self._create_children(root)
         self._report(report, root)
         best = self._best_child(root)
         ponder = self._best_child(best) if best.children else None
@@ -168,132 +279,230 @@ class PuctSearch(Search):
     def _reuse_tree(self, board: chess.Board) -> Node:
         """Find the new root among the old tree's grandchildren (our move + their reply)."""
         self.reused = 0
-        if self.root is not None and self.root_fen is not None:
+        old_root = self.root
+        if old_root is not None and self.root_fen is not None:
             for back in range(0, 3):
                 if len(board.move_stack) < back:
                     break
-                ancestor = board.copy()
+                ancestor = board.copy(stack=back)
                 for _ in range(back):
                     ancestor.pop()
                 if ancestor.fen() != self.root_fen:
                     continue
-                node: Optional[Node] = self.root
+                if back == 0 and self.root_filtered:
+                    break  # the old root lacks the moves its filter removed
+                node: Optional[Node] = old_root
                 for move in board.move_stack[len(board.move_stack) - back:]:
-                    node = next((c for c in node.children or [] if c.move == move), None)
+                    node = next((c for c in node.children if c.move == move), None)
                     if node is None:
                         break
-                if node is not None and node.children is not None:
+                if node is not None and node.moves is not None:
                     node.move = None
+                    # a subtree holds about its share of the visits' nodes
+                    self.tree_nodes = self.tree_nodes * node.visits // max(1, old_root.visits)
                     self.root, self.root_fen, self.reused = node, board.fen(), node.visits
                     return node
                 break
-        self.root, self.root_fen = Node(None, 1.0), board.fen()
+        self.root, self.root_fen, self.tree_nodes = Node(None, 1.0), board.fen(), 1
         return self.root
 
-    def _expand_root(self, board: chess.Board, root: Node) -> None:
-        evaluation = self.evaluator.evaluate(board) if any(board.legal_moves) else Evaluation(0.0)
-        self._expand(root, evaluation)
+    def _filter_root(self, root: Node, allowed: set[chess.Move]) -> None:
+        """Keep only ``allowed`` moves at the root (`go searchmoves`, the tablebase filter)."""
+        codes = {move_code(move) for move in allowed}
+        keep = [i for i, code in enumerate(root.moves or ()) if code in codes]
+        root.moves = array("H", [root.moves[i] for i in keep])  # type: ignore[index]
+        root.priors = array("f", [root.priors[i] for i in keep])
+        root.children = [child for child in root.children if child.move in allowed]
+        root.visited_policy = sum(child.prior for child in root.children if child.visits)
 
     # -------------------------------------------------------------- playouts
 
-    def _playout_batch(self, board: chess.Board, root: Node) -> None:
-        pending: list[tuple[list[Node], chess.Board]] = []
-        for _ in range(self.batch_size):
-            path = self._select(board, root)
-            if path is None:
-                break
-            leaf = path[-1]
-            depth = len(path) - 1
-            self.max_depth_seen = max(self.max_depth_seen, depth)
-            self.depth_sum += depth
-            if leaf.terminal is not None:
-                self._backup(path, *leaf.terminal)
-                continue
-            leaf_board = board.copy(stack=8)
-            for node in path[1:]:
-                leaf_board.push(node.move)  # type: ignore[arg-type]
-            terminal = self._terminal_value(leaf_board)
-            if terminal is not None:
-                leaf.terminal = terminal
-                leaf.plies = 1 if terminal == MATES_NEXT_MOVE else 0
-                self._backup(path, *terminal)
-                self._solve_upwards(path)
-                continue
-            pending.append((path, leaf_board))
-            if self.control.stopped(self.nodes + len(pending)):
-                break
-        if not pending:
-            return
-        evaluations = self.evaluator.evaluate_batch([b for _, b in pending])
-        for (path, _), evaluation in zip(pending, evaluations):
-            leaf = path[-1]
-            if leaf.children is None:
-                self._expand(leaf, evaluation)
-            self._backup(path, evaluation.value, evaluation.draw if evaluation.draw is not None else 0.0)
+    def _gather(self, board: chess.Board, root: Node, in_flight: int) -> Batch:
+        """Select up to a minibatch of new leaves (each with virtual loss along its path) and prepare them.
 
-    def _select(self, board: chess.Board, root: Node) -> Optional[list[Node]]:
-        """Walk down by PUCT, adding virtual loss; None if the walk only hits pending leaves."""
+        Leaves whose value is known at once (rules, tablebases, mate in one, a
+        cache hit, a full tree) are backed up on the spot. Stops early on
+        `stop`, at the hard deadline, and when the node budget is spoken for.
+        """
+        batch = Batch()
+        control = self.control
+        max_nodes = control.max_nodes
+        for _ in range(self.batch_size):
+            if max_nodes is not None and self.nodes + in_flight + len(batch.requests) >= max_nodes:
+                break
+            if control.stopped(self.nodes):
+                break
+            self._playout(board, root, batch)
+        return batch
+
+    def _playout(self, board: chess.Board, root: Node, batch: Batch) -> None:
+        """One walk from the root: backs up a known value or adds a leaf to ``batch``."""
         path = [root]
         node = root
-        while node.children and node.terminal is None:
-            node = self._pick_child(node)
-            path.append(node)
-        if node.virtual > 0 and node.terminal is None:
-            return None  # collision with a leaf already in this batch
+        full = self.tree_full()
+        while node.moves is not None and node.terminal is None:
+            child = self._pick_child(node, full)
+            if child is None:
+                break  # a full tree and nothing created here yet: this node is the leaf
+            board.push(child.move)  # type: ignore[arg-type]
+            path.append(child)
+            node = child
+        depth = len(path) - 1
+        try:
+            if node.terminal is not None:
+                self._count_depth(depth)
+                self._backup(path, *node.terminal)
+                return
+            if node.visits and (node.moves is None or full):
+                # evaluated before but not expanded further (the tree is full): its value again
+                self._count_depth(depth)
+                self._backup(path, -node.q(), node.draw_sum / node.visits)
+                return
+            if node.virtual:
+                return  # a collision with a leaf already on its way to the network
+            self._count_depth(depth)
+            moves = LegalMoves(board.generate_legal_moves())  # for the rules, mate in one and the evaluator
+            terminal = self._terminal_value(board, moves, depth)
+            if terminal is not None:
+                value, draw, plies = terminal
+                node.terminal, node.plies = (value, draw), plies
+                self._backup(path, value, draw)
+                self._solve_upwards(path)
+                return
+            request = self.evaluator.prepare(board, moves)
+        finally:
+            for _ in range(depth):
+                board.pop()
+        if request.evaluation is not None:  # known at once (a cache hit)
+            self._settle(path, request.evaluation)
+            return
         for n in path:
             n.virtual += self.virtual_loss
-        return path
+        batch.paths.append(path)
+        batch.requests.append(request)
 
-    def _pick_child(self, node: Node) -> Node:
+    def _create_children(self, node: Node) -> None:
+        """A child for each of ``node``'s moves: after a search the root lists every move it may play
+        (self-play reads the visit distribution over them)."""
+        for index in range(len(node.children), len(node.moves or ())):
+            node.children.append(Node(code_move(node.moves[index]), node.priors[index]))  # type: ignore[index]
+            self.tree_nodes += 1
+
+    def _count_depth(self, depth: int) -> None:
+        if depth > self.max_depth_seen:
+            self.max_depth_seen = depth
+        self.depth_sum += depth
+
+    def _complete_all(self, batches: list[Batch], keep: int) -> bool:
+        """Back up the oldest of ``batches`` until ``keep`` remain (removing them); False when the search must
+        stop first."""
+        while len(batches) > keep:
+            if not self._complete(batches[0]):
+                return False
+            batches.pop(0)
+        return True
+
+    def _complete(self, batch: Batch) -> bool:
+        """Wait for ``batch``'s network run, then back its leaves up; False (nothing done) when the search
+        must stop first (`stop`, the hard deadline)."""
+        future = batch.future
+        if future is not None:
+            control = self.control
+            while True:
+                try:
+                    future.result(timeout=POLL_S)
+                    break
+                except TimeoutError:
+                    if control.stopped(self.nodes):
+                        return False
+        paths, batch.paths = batch.paths, []
+        for path in paths:
+            for n in path:
+                n.virtual -= self.virtual_loss
+        for path, evaluation in zip(paths, self.evaluator.finish(batch.requests)):
+            self._settle(path, evaluation)
+        return True
+
+    def _abandon(self, batch: Batch) -> None:
+        """Give up a batch on its way (the search stops): its paths lose their virtual loss, its result is dropped."""
+        for path in batch.paths:
+            for n in path:
+                n.virtual -= self.virtual_loss
+        batch.paths = []
+
+    def _settle(self, path: list[Node], evaluation: Evaluation) -> None:
+        """Expand the leaf with ``evaluation`` (room permitting) and back its value up."""
+        leaf = path[-1]
+        if leaf.moves is None and not self.tree_full():
+            self._expand(leaf, evaluation)
+        self._backup(path, evaluation.value, evaluation.draw if evaluation.draw is not None else 0.0)
+        if self.tree_full() and not self._said_full:
+            self._said_full = True
+            self.control.note(f"tree full at {self.tree_nodes} nodes (Hash share {self.hash_mb:g} MB): "
+                              f"searching on without growing it")
+
+    def _pick_child(self, node: Node, full: bool) -> Optional[Node]:
+        """The child with the best PUCT score, created when it is the first visit of its move (not in a
+        full tree); None when a full tree has no child here."""
         children = node.children
-        assert children
         parent_visits = node.visits + node.virtual
-        sqrt_n = math.sqrt(max(1, parent_visits))
-        visited_policy = 0.0
-        for child in children:
-            if child.visits:
-                visited_policy += child.prior
-        fpu = (-node.q() if node.visits else 0.0) - self.fpu_reduction * math.sqrt(visited_policy)
-        best, best_score = children[0], -math.inf
+        sqrt_n = math.sqrt(parent_visits) if parent_visits > 1 else 1.0
         cpuct = self.cpuct
+        fpu = ((-node.value_sum / node.visits if node.visits else 0.0)
+               - self.fpu_reduction * math.sqrt(node.visited_policy))
+        best, best_score = None, -math.inf
         for child in children:
-            if child.proven_lost():
-                continue  # never worth a visit
+            terminal = child.terminal
+            if terminal is not None and terminal[0] == 1.0:
+                continue  # proven lost: never worth a visit
             n = child.visits + child.virtual
-            if n:
-                q = (child.value_sum - child.virtual) / n  # virtual losses count as losses
+            if n:  # virtual losses count as losses
+                score = (child.value_sum - child.virtual) / n + cpuct * child.prior * sqrt_n / (1 + n)
             else:
-                q = fpu
-            score = q + cpuct * child.prior * sqrt_n / (1 + n)
+                score = fpu + cpuct * child.prior * sqrt_n
             if score > best_score:
                 best, best_score = child, score
+        created = len(children)
+        moves = node.moves
+        if not full and moves is not None and created < len(moves):
+            prior = node.priors[created]
+            if fpu + cpuct * prior * sqrt_n > best_score or best is None:
+                best = Node(code_move(moves[created]), prior)
+                children.append(best)
+                self.tree_nodes += 1
         return best
 
-    def _terminal_value(self, board: chess.Board) -> Optional[tuple[float, float]]:
-        """(value, draw) for the side to move if the game is decided by rule or tablebase."""
-        if not any(board.generate_legal_moves()):
-            return (-1.0, 0.0) if board.is_check() else (0.0, 1.0)
-        if board.is_insufficient_material() or board.halfmove_clock >= 100:
-            return (0.0, 1.0)
-        if board.halfmove_clock >= 4 and board.is_repetition(2):
-            return (0.0, 1.0)
+    def _terminal_value(self, board: chess.Board, moves: Sequence[chess.Move],
+                        tree_plies: int) -> Optional[tuple[float, float, int]]:
+        """(value, draw, plies to the end) for the side to move if the position's result is known exactly."""
+        result = game_result(board, moves, tree_plies)
+        if result is not None:
+            return (-1.0, 0.0, 0) if result < 0 else (0.0, 1.0, 0)
         if self.tablebase is not None:
-            wdl = self.tablebase.probe_wdl(board)
-            if wdl is not None:
-                return (0.0, 1.0) if wdl in (-1, 0, 1) else ((1.0, 0.0) if wdl > 0 else (-1.0, 0.0))
-        if mate_in_one(board) is not None:
-            return MATES_NEXT_MOVE
+            result = self.tablebase.probe_result(board)
+            if result is not None:
+                return (float(result), 1.0 - abs(result), UNKNOWN_DISTANCE)
+        if mate_in_one(board, moves) is not None:
+            return (1.0, 0.0, 1)
         return None
 
-    def _expand(self, node: Node, evaluation: Evaluation) -> None:
-        priors = evaluation.priors or {}
-        node.children = [Node(move, p) for move, p in sorted(priors.items(), key=lambda kv: -kv[1])]
+    @staticmethod
+    def _expand(node: Node, evaluation: Evaluation) -> None:
+        moves, policy = evaluation.moves, evaluation.policy
+        if moves is None or policy is None:
+            priors = evaluation.priors or {}
+            moves, policy = list(priors), list(priors.values())
+        order = sorted(range(len(moves)), key=policy.__getitem__, reverse=True)
+        node.moves = array("H", [move_code(moves[i]) for i in order])
+        node.priors = array("f", [policy[i] for i in order])
 
     def _backup(self, path: list[Node], value: float, draw: float) -> None:
         """``value`` is from the leaf's side to move; flip it at each ply going up."""
         self.nodes += 1
-        for node in reversed(path):
-            node.virtual -= self.virtual_loss
+        for index in range(len(path) - 1, -1, -1):
+            node = path[index]
+            if not node.visits and index:
+                path[index - 1].visited_policy += node.prior
             node.visits += 1
             value = -value
             node.value_sum += value
@@ -303,11 +512,12 @@ class PuctSearch(Search):
     def _solve_upwards(path: list[Node]) -> None:
         """MCTS-solver: mark ancestors whose result is now proven (a mate or forced draw found)."""
         for node in reversed(path[:-1]):
-            children = node.children or []
+            children = node.children
             winning = [c.plies for c in children if c.terminal is not None and c.terminal[0] == -1.0]
             if winning:
                 node.terminal, node.plies = (1.0, 0.0), min(winning) + 1
-            elif children and all(c.terminal is not None for c in children):
+            elif (children and len(children) == len(node.moves or ())
+                  and all(c.terminal is not None for c in children)):
                 best = max(children, key=lambda c: -c.terminal[0])  # type: ignore[index]
                 value, draw = best.terminal  # type: ignore[misc]
                 node.terminal, node.plies = (-value, draw), max(c.plies for c in children) + 1
@@ -318,8 +528,7 @@ class PuctSearch(Search):
 
     @staticmethod
     def _ranked(node: Node) -> list[Node]:
-        return sorted(node.children or [], key=lambda c: (not c.proven_lost(), c.visits, c.q(), c.prior),
-                      reverse=True)
+        return sorted(node.children, key=lambda c: (not c.proven_lost(), c.visits, c.q(), c.prior), reverse=True)
 
     def _best_child(self, node: Node) -> Node:
         mate = self._proven_mate(node)
@@ -327,12 +536,13 @@ class PuctSearch(Search):
 
     def _decided(self, root: Node, remaining_s: float) -> bool:
         """True when the runner-up cannot catch up with the best in the time left."""
-        ranked = self._ranked(root)
-        if len(ranked) < 2:
+        if len(root.moves or ()) < 2:
             return True
+        ranked = self._ranked(root)
+        runner_up = ranked[1].visits if len(ranked) > 1 else 0
         elapsed = max(self.control.elapsed(), 1e-3)
         expected_more = self.nodes / elapsed * remaining_s
-        return ranked[0].visits - ranked[1].visits > expected_more
+        return ranked[0].visits - runner_up > expected_more
 
     def _unclear(self, root: Node) -> bool:
         ranked = self._ranked(root)
@@ -342,8 +552,8 @@ class PuctSearch(Search):
 
     @staticmethod
     def _proven_mate(node: Node) -> Optional[Node]:
-        """The quickest child in which the opponent is proven lost, if any."""
-        won = [c for c in node.children or [] if c.terminal is not None and c.terminal[0] == -1.0]
+        """The quickest child in which the opponent is proven lost (by mate or by the tablebases), if any."""
+        won = [c for c in node.children if c.terminal is not None and c.terminal[0] == -1.0]
         return min(won, key=lambda c: c.plies) if won else None
 
     # --------------------------------------------------------------- reports
@@ -357,6 +567,19 @@ class PuctSearch(Search):
             pv.append(node.move)  # type: ignore[arg-type]
         return pv
 
+    @staticmethod
+    def _proven_score(child: Node) -> Optional[int]:
+        """The root side's score for a child whose result is proven, else None."""
+        if child.terminal is None:
+            return None
+        value = -child.terminal[0]
+        if value == 0.0:
+            return 0
+        plies = child.plies + 1  # from the root
+        if child.plies >= UNKNOWN_DISTANCE:
+            return tablebase_score(1 if value > 0 else -1, plies - UNKNOWN_DISTANCE)
+        return mating_score(plies) if value > 0 else mated_score(plies)
+
     def _report(self, report: Reporter, root: Node) -> None:
         elapsed = self.control.elapsed()
         ranked = self._ranked(root)
@@ -367,13 +590,14 @@ class PuctSearch(Search):
         for index, child in enumerate(ranked[: max(1, self.multipv)]):
             if index and child.visits == 0:
                 break
-            q = child.q() if child.visits else -root.q()
-            draw = child.draw_sum / child.visits if child.visits else None
-            mate = None
-            if child.terminal is not None and child.terminal[0] != 0.0:
-                mate = (child.plies + 2) // 2 if child.terminal[0] < 0 else -((child.plies + 1) // 2)
+            proven = self._proven_score(child)
+            if proven is not None:
+                score, wdl = proven, score_wdl(proven)
+            else:
+                q = child.q() if child.visits else -root.q()
+                draw = child.draw_sum / child.visits if child.visits else None
+                score, wdl = q_to_cp(q), q_to_wdl(q, draw)
             report(SearchInfo(depth=max(1, round(self.depth_sum / max(1, self.nodes))),
-                              seldepth=self.max_depth_seen, nodes=self.nodes, time_s=elapsed,
-                              pv=self._pv(child), score_cp=None if mate else q_to_cp(q), mate=mate,
-                              wdl=q_to_wdl(q if not mate else (1.0 if mate > 0 else -1.0), 0.0 if mate else draw),
-                              multipv=index + 1, hashfull=None))
+                              seldepth=self.max_depth_seen, nodes=self.nodes, time_s=elapsed, pv=self._pv(child),
+                              score=score, wdl=wdl, multipv=index + 1, hashfull=self.hashfull(),
+                              tbhits=self.tbhits()))

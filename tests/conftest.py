@@ -100,4 +100,26 @@ def engine_factory():
         process.close()
 
 
+@pytest.fixture(scope="session")
+def tiny_network(tmp_path_factory):
+    """The suite's one tiny policy-value network: 1 block x 8 filters, one epoch on the fixture games.
+
+    Returns (checkpoint.pt, weights .pt, ONNX, positions trained on); trained once per test session.
+    """
+    pytest.importorskip("torch", reason="the training extra (torch) is not installed")
+    from training import dataset
+    from training.export import export_resnet
+    from training.train import TrainConfig, train
+    from training.weights import load_file, save_weights, weights_of
+    root = tmp_path_factory.mktemp("tiny-network")
+    samples, _ = dataset.build_samples([FIXTURES / "games.pgn"], "planes18", {}, workers=1, progress=False)
+    dataset.save(samples, root / "data", {"encoding": "planes18", "files": ["games.pgn"]})
+    checkpoint = train(TrainConfig(data=[str(root / "data")], out=str(root / "run"), blocks=1, filters=8, epochs=1,
+                                   batch_size=64, max_samples=640, device="cpu", validation=0.2), progress=False)
+    state = load_file(checkpoint)
+    weights = save_weights(weights_of(state), root / "tiny.pt")
+    positions = state["history"][-1]["train_samples"] + state["history"][-1]["val_samples"]
+    return checkpoint, weights, export_resnet(checkpoint, root / "tiny.onnx", command="pytest"), positions
+
+
 os.environ.setdefault("TQDM_DISABLE", "1")

@@ -1,8 +1,12 @@
-"""DeepChess: 773-bit encoding, incremental accumulator, comparator and comparison search."""
+"""DeepChess: 773-bit encoding, sibling pairs, held-out split, incremental accumulator, comparator and search."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import chess
@@ -17,10 +21,41 @@ from evaluators.base import LoadError  # noqa: E402
 from evaluators.comparator import ComparatorEvaluator  # noqa: E402
 from search.base import SearchControl  # noqa: E402
 from search.comparison import ComparisonSearch  # noqa: E402
-from training.deepchess import DeepChessConfig, collect_positions, run_pipeline  # noqa: E402
+from evaluators.material import MaterialEvaluator, quiescence_cp  # noqa: E402
+from training.deepchess import (DeepChessConfig, evaluate, load_network, prepare_data, read_games,  # noqa: E402
+                                run_pipeline)
 from training.export import export_comparator, write_metadata  # noqa: E402
+from training.pairs import position_key, read_labels, sibling_pairs, split_siblings, unpack  # noqa: E402
+from training.valset import ValidationSet  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "fixtures" / "games.pgn"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write_multipv(path: Path, records: list[tuple[str, list[tuple[str, int | None, int | None]]]]) -> Path:
+    """A MultiPV label file in the shared format: [(fen, [(uci, centipawns, mate), ...]), ...]."""
+    with gzip.open(path, "wt") as handle:
+        for fen, lines in records:
+            handle.write(json.dumps({"fen": fen, "pv": [list(line) for line in lines]}) + "\n")
+    return path
+
+
+def toy_labels(path: Path, moves: int = 4) -> Path:
+    """Every position of the fixture games, its first legal moves scored by material with quiescence."""
+    import chess.pgn
+    evaluator, records = MaterialEvaluator(), []
+    with open(FIXTURE) as handle:
+        while (game := chess.pgn.read_game(handle)) is not None:
+            board = game.board()
+            for played in game.mainline_moves():
+                lines = []
+                for move in list(board.legal_moves)[:moves]:
+                    board.push(move)
+                    lines.append((move.uci(), -quiescence_cp(evaluator, board), None))
+                    board.pop()
+                records.append((board.fen(), sorted(lines, key=lambda line: -line[1])))
+                board.push(played)
+    return write_multipv(path, records)
 
 
 def test_773_bit_encoding():
@@ -39,27 +74,123 @@ def test_positions_follow_the_paper_rules(tmp_path):
     pgn.write_text(f'[Result "1-0"]\n\n{opening}6. exd5 exd5 1-0\n\n'  # only captures after move 5
                    f'[Result "0-1"]\n\n{opening}6. O-O Be7 0-1\n\n'  # two quiet moves after move 5
                    f'[Result "1/2-1/2"]\n\n{opening}6. O-O Be7 1/2-1/2\n')  # drawn: never used
-    positions = collect_positions([pgn], per_game=10, skip_moves=5)
-    assert len(positions.bits) == 2
+    data = read_games([pgn], per_game=10, skip_moves=5)
+    positions = data.positions
+    assert len(positions.bits) == 2 and data.decisive == 2
     assert not positions.white_won.any()
-    assert (positions.bits[:, 768] == [1, 0]).all() or (positions.bits[:, 768] == [0, 1]).all()
-    assert len(collect_positions([FIXTURE], per_game=3).bits) <= 3 * 12
+    side_to_move = unpack(positions.bits)[:, 768]
+    assert (side_to_move == [1, 0]).all() or (side_to_move == [0, 1]).all()
+    assert len(read_games([FIXTURE], per_game=3).positions.bits) <= 3 * 12
+
+
+def test_sibling_pairs_share_a_parent_follow_the_scores_and_skip_ties(tmp_path):
+    white = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
+    black = "rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 1 2"
+    path = write_multipv(tmp_path / "labels.jsonl.gz", [
+        (white, [("f1b5", 40, None), ("f1c4", 38, None), ("b1c3", 20, None), ("h2h4", -60, None)]),
+        (black, [("b8c6", -25, None), ("g8f6", None, 2), ("d8h4", -300, None)]),  # not best first: sorted
+        (white, [("f1b5", 40, None), ("h2h4", -60, None)]),  # the same position again: used once
+    ])
+    siblings, held_out, counts = split_siblings(read_labels(path), lambda key: False)
+    assert len(held_out) == 0 and len(siblings) == 2 and counts["duplicates"] == 1
+    pairs, labels = sibling_pairs(siblings, margin=0.05)
+    parent_of = np.searchsorted(siblings.offset, np.arange(len(siblings.score)), side="right") - 1
+    assert (parent_of[pairs[:, 0]] == parent_of[pairs[:, 1]]).all()  # both children of one parent
+    for p in range(len(siblings)):  # each child is the parent after its move
+        board = chess.Board(siblings.fen[p].decode())
+        assert position_key(board) == siblings.key[p]
+        for c in range(siblings.offset[p], siblings.offset[p + 1]):
+            board.push_uci(siblings.move[c].decode())
+            assert (unpack(siblings.children[c:c + 1])[0] == encode(board)).all()
+            board.pop()
+    named = {(siblings.move[a].decode(), siblings.move[b].decode()): int(label)
+             for (a, b), label in zip(pairs, labels)}
+    # White to move: 40, 38 and 20 cp are within 0.05 expected score of each other, so only h2h4 is clearly
+    # worse; the better child for White comes first, label 0
+    assert named == {("f1b5", "h2h4"): 0, ("f1c4", "h2h4"): 0, ("b1c3", "h2h4"): 0,
+                     # Black to move: mate beats everything; the better child for Black is worse for White: 1
+                     ("g8f6", "b8c6"): 1, ("g8f6", "d8h4"): 1, ("b8c6", "d8h4"): 1}
+    assert len(sibling_pairs(siblings, margin=0.0)[0]) == 6 + 3  # without a margin, no pair is a tie
+
+
+def test_held_out_games_hold_out_their_sibling_parents(tmp_path):
+    labels = toy_labels(tmp_path / "labels.jsonl.gz", moves=3)
+    config = DeepChessConfig(pgn=[str(FIXTURE)], out=str(tmp_path / "run"), labels=[str(labels)], validation=0.3)
+    data = prepare_data(config, log=lambda _: None)
+    held_out_keys = set(read_games([FIXTURE], validation=0.3).heldout_keys.tolist())
+    assert len(data.validation.siblings) and len(data.siblings)
+    assert set(data.validation.siblings.key.tolist()) <= held_out_keys  # every label position is from a game
+    assert not set(data.siblings.key.tolist()) & held_out_keys
+    assert not set(data.train.key.tolist()) & held_out_keys
+    # a named validation set (here: another split) stays out of training, pairs and parents alike
+    named = prepare_data(DeepChessConfig(pgn=[str(FIXTURE)], out="", labels=[str(labels)], validation=0.5, seed=3),
+                         name="named", training=False, log=lambda _: None).validation
+    path = named.save(tmp_path / "named.npz")
+    assert ValidationSet.load(path).info == named.info
+    config.eval_sets = [str(path)]
+    data = prepare_data(config, log=lambda _: None)
+    excluded = set(named.heldout_keys.tolist())
+    assert not set(data.siblings.key.tolist()) & excluded and not set(data.train.key.tolist()) & excluded
+    assert data.eval_sets[0].name == "named"
+
+
+def test_shard_labels_give_the_same_siblings_as_the_multipv_file(tmp_path):
+    from evaluators.encoding import get_encoding
+    from training.shards import from_jsonl, write_dir
+    labels = toy_labels(tmp_path / "labels.jsonl.gz", moves=3)
+    encoding = get_encoding("planes18")
+    write_dir(from_jsonl(labels, encoding, progress=False), tmp_path / "shards", encoding, {}, "test")
+    from_file, _, _ = split_siblings(read_labels(labels), lambda key: False)
+    from_shards, _, _ = split_siblings(read_labels(tmp_path / "shards"), lambda key: False)
+    # shards leave out positions whose moves all score alike (no label); everything else is the same
+    scored = [p for p in range(len(from_file))
+              if len(set(from_file.score[from_file.offset[p]:from_file.offset[p + 1]])) > 1]
+    assert (from_shards.key == from_file.key[scored]).all()
+    assert (from_shards.children == from_file.subset(np.array(scored)).children).all()
 
 
 @pytest.fixture(scope="module")
 def tiny_comparator(tmp_path_factory):
+    """The whole pipeline at toy scale, with sibling pairs: labels -> train -> distil -> export."""
     root = tmp_path_factory.mktemp("deepchess")
-    config = DeepChessConfig(pgn=[str(FIXTURE)], out=str(root / "run"), pretrain_epochs=1, epochs=1,
-                             pairs_per_epoch=2000, distill_epochs=1, val_pairs=500, validation=0.3)
+    labels = toy_labels(root / "labels.jsonl.gz")
+    config = DeepChessConfig(pgn=[str(FIXTURE)], out=str(root / "run"), labels=[str(labels)], pretrain_epochs=1,
+                             epochs=1, pairs_per_epoch=2000, distill_epochs=1, val_pairs=500, validation=0.3)
     report = run_pipeline(config, log=lambda _: None)
     onnx_path = export_comparator(root / "run" / "student.pt", root / "comparator.onnx", command="pytest")
     return onnx_path, report
 
 
-def test_tiny_pipeline_reports_three_accuracies(tiny_comparator):
-    _, report = tiny_comparator
+def test_tiny_pipeline_reports_every_figure(tiny_comparator):
+    onnx_path, report = tiny_comparator
     assert set(report["accuracy"]) == {"full", "distilled", "small_from_scratch"}
     assert all(0.0 <= a <= 1.0 for a in report["accuracy"].values())
+    assert report["data"]["siblings"]["train_pairs"] > 0 and report["data"]["siblings"]["share"] == 0.5
+    assert report["data"]["decisive_games"] == 6 and report["data"]["games"] == 12
+    figures = report["evaluation"]["validation"]
+    for network in ("full", "distilled", "small_from_scratch"):
+        assert set(figures[network]) == {"won_lost", "sibling_pairs", "preferred_child"}
+        assert all(0.0 <= value <= 1.0 for value in figures[network].values())
+    assert 0.0 < figures["random"]["preferred_child"] < figures["material_quiescence"]["preferred_child"] <= 1.0
+    # the exported comparator measures exactly as its checkpoint, on the saved validation set
+    validation = ValidationSet.load(onnx_path.parent / "run" / "validation.npz")
+    assert evaluate(load_network(onnx_path), validation) == pytest.approx(figures["distilled"])
+
+
+def test_engine_plays_a_legal_game_with_the_trained_comparator(tiny_comparator):
+    import chess.engine
+    engine = chess.engine.SimpleEngine.popen_uci(
+        [sys.executable, "-m", "engine", "--eval", "comparator", "--search", "comparison",
+         "--weights", str(tiny_comparator[0])], cwd=ROOT, stderr=subprocess.DEVNULL)
+    try:
+        assert "IncrementalAccumulator" in engine.options  # the comparator loaded: no fallback to material
+        board = chess.Board()
+        while not board.is_game_over() and board.ply() < 16:
+            move = engine.play(board, chess.engine.Limit(depth=1)).move
+            assert move in board.legal_moves
+            board.push(move)
+    finally:
+        engine.quit()
 
 
 def test_incremental_accumulator_matches_full_recomputation(tiny_comparator):

@@ -1,4 +1,4 @@
-"""Searches find mates, respect limits and score draws by rule."""
+"""Searches find mates, respect limits, honour searchmoves and Chess960, score draws by rule, bound their memory."""
 
 from __future__ import annotations
 
@@ -11,17 +11,24 @@ from evaluators.material import MaterialEvaluator, PstEvaluator
 from evaluators.score import cp_to_q
 from search.alphabeta import AlphaBetaSearch
 from search.base import SearchControl
+from search.comparison import ComparisonSearch
 from search.puct import PuctSearch
+from tests.test_comparison_quiescence import MaterialComparator
 
 MATE_IN_ONE = [("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", "a1a8"),
                ("r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5Q2/PPPP1PPP/RNB1K1NR w KQkq - 4 4", "f3f7")]
 MATE_IN_TWO = [("r2qkb1r/pp2nppp/3p4/2pNN1B1/2BnP3/3P4/PPP2PPP/R2bK2R w KQkq - 1 1", "d5f6"),
                ("6k1/pp4p1/2p5/2bp4/8/P5Pb/1P3rrP/2BRRN1K b - - 0 1", "g2g1")]
 
+SEARCHES = {"alphabeta": lambda: AlphaBetaSearch(MaterialEvaluator()),
+            "puct": lambda: PuctSearch(PstEvaluator()),
+            "comparison": lambda: ComparisonSearch(MaterialComparator())}
 
-def run(search, fen: str, **limits):
+
+def run(search, fen, **limits):
     infos = []
-    result = search.search(chess.Board(fen), SearchControl(**limits), infos.append)
+    board = fen if isinstance(fen, chess.Board) else chess.Board(fen)
+    result = search.search(board, SearchControl(**limits), infos.append)
     return result, infos
 
 
@@ -54,18 +61,48 @@ def test_fifty_move_rule_scores_zero():
     assert infos[-1].score_cp == 0
 
 
-def test_repetition_is_detected_from_game_history():
+def test_repetition_against_game_history_follows_the_usual_rule():
     board = chess.Board()
-    for uci in ("g1f3", "g8f6", "f3g1", "f6g8"):
+    dance = ("g1f3", "g8f6", "f3g1", "f6g8")
+    for uci in dance:
         board.push_uci(uci)
     search = AlphaBetaSearch(MaterialEvaluator())
     search.keys = search._history_keys(board)
+    search.root_index = len(search.keys)
+    assert not search._is_draw(board, chess.polyglot.zobrist_hash(board))  # second occurrence: play on
+    for uci in dance:
+        board.push_uci(uci)
+    search.keys = search._history_keys(board)
+    search.root_index = len(search.keys)
+    assert search._is_draw(board, chess.polyglot.zobrist_hash(board))  # third occurrence
 
-    assert search._is_draw(board, chess.polyglot.zobrist_hash(board))
-    assert not search._is_draw(chess.Board(), chess.polyglot.zobrist_hash(chess.Board()))
+
+def test_puct_and_comparison_score_a_repetition_in_their_tree_as_a_draw():
+    board = chess.Board()
+    for uci in ("g1f3", "g8f6", "f3g1", "f6g8"):
+        board.push_uci(uci)
+    moves = list(board.legal_moves)
+    puct = PuctSearch(MaterialEvaluator())
+    assert puct._terminal_value(board, moves, tree_plies=4) == (0.0, 1.0, 0)  # the root repeats in the tree
+    assert puct._terminal_value(board, moves, tree_plies=2) is None  # a second occurrence in the game: play on
+    comparison = ComparisonSearch(MaterialComparator())
+    assert comparison._terminal(board, 4, moves).draw
+    assert comparison._terminal(board, 2, moves) is None
 
 
-def test_puct_reuses_tree():
+@pytest.mark.parametrize("name", SEARCHES)
+def test_every_search_honours_searchmoves(name):
+    board = chess.Board("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1")  # Ra8# is excluded
+    allowed = [chess.Move.from_uci("g1f1"), chess.Move.from_uci("h2h3")]
+    search = SEARCHES[name]()
+    infos = []
+    control = SearchControl(max_depth=3, max_nodes=500, searchmoves=allowed)
+    result = search.search(board, control, infos.append)
+    assert result.best_move in allowed
+    assert all(info.pv[0] in allowed for info in infos if info.pv)
+
+
+def test_puct_reuses_tree_and_refilters_after_searchmoves():
     search = PuctSearch(PstEvaluator())
     board = chess.Board()
     result = search.search(board, SearchControl(max_nodes=600), lambda info: None)
@@ -73,6 +110,10 @@ def test_puct_reuses_tree():
     board.push(result.ponder_move)
     search.search(board, SearchControl(max_nodes=600), lambda info: None)
     assert search.reused > 0
+    only = [chess.Move.from_uci("a2a3")]
+    assert search.search(board, SearchControl(max_nodes=100, searchmoves=only), lambda i: None).best_move == only[0]
+    result = search.search(board, SearchControl(max_nodes=300), lambda info: None)
+    assert len(search.root.children) == board.legal_moves.count()  # the filtered root was not reused
 
 
 def test_puct_stops_on_stop_event():
@@ -83,19 +124,11 @@ def test_puct_stops_on_stop_event():
     assert result.best_move in chess.Board().legal_moves
 
 
-def test_mate_in_one_detection():
-    from search.puct import mate_in_one
-    assert mate_in_one(chess.Board("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1")) == chess.Move.from_uci("a1a8")
-    assert mate_in_one(chess.Board("4r1k1/3R1ppp/8/8/8/8/5PPP/6K1 b - - 0 1")) == chess.Move.from_uci("e8e1")
-    assert mate_in_one(chess.Board()) is None
-    assert mate_in_one(chess.Board("6k1/5ppp/8/8/8/8/5PPP/R5K1 b - - 0 1")) is None
-
-
 class CaptureHungryEvaluator(MaterialEvaluator):
     """Material value, but priors that almost only look at captures (checks get no bonus)."""
 
-    def evaluate(self, board: chess.Board) -> Evaluation:
-        moves = list(board.legal_moves)
+    def evaluate(self, board: chess.Board, moves=None) -> Evaluation:
+        moves = list(board.legal_moves) if moves is None else moves
         weights = [1000.0 if board.is_capture(move) else 1.0 for move in moves]
         total = sum(weights)
         return Evaluation(value=cp_to_q(self.centipawns(board)),
@@ -109,3 +142,47 @@ def test_puct_does_not_take_a_piece_that_allows_mate_in_one():
     search = PuctSearch(CaptureHungryEvaluator())
     result = search.search(board, SearchControl(max_nodes=20), lambda info: None)
     assert result.best_move != chess.Move.from_uci("d1d7")
+
+
+def test_puct_tree_stops_growing_at_its_budget_and_says_so():
+    search = PuctSearch(MaterialEvaluator())
+    search.set_hash(0.3)  # ~1000 nodes
+    notes = []
+    control = SearchControl(max_nodes=3000, note=notes.append)
+    infos = []
+    result = search.search(chess.Board(), control, infos.append)
+    assert result.best_move in chess.Board().legal_moves
+    assert search.nodes >= 3000  # the search went on inside the full tree
+    counted = _count(search.root)
+    assert search.node_budget <= counted <= search.node_budget + 218  # at most one expansion past the budget
+    assert search.tree_nodes == counted
+    assert infos[-1].hashfull == 1000
+    assert len(notes) == 1 and "tree full" in notes[0]
+
+
+def _count(node) -> int:
+    return 1 + sum(_count(child) for child in node.children or [])
+
+
+def test_hashfull_reported_by_alphabeta_and_puct():
+    alphabeta = AlphaBetaSearch(PstEvaluator())
+    alphabeta.set_hash(1)
+    _, infos = run(alphabeta, chess.Board(), max_depth=4)
+    assert 0 < infos[-1].hashfull < 1000
+    search = PuctSearch(PstEvaluator())
+    search.set_hash(4)
+    _, infos = run(search, chess.Board(), max_nodes=200)
+    assert 0 < infos[-1].hashfull < 1000
+
+
+@pytest.mark.parametrize("name", SEARCHES)
+def test_every_search_plays_chess960_castling(name):
+    # Shredder-FEN start of Chess960 position 'BQNBRKRN'-like: castling is king takes rook
+    board = chess.Board("bqnbrkr1/pppppppp/8/8/8/8/PPPPPPPP/BQNBRK1R w HEge - 0 1", chess960=True)
+    castle = [m for m in board.legal_moves if board.is_castling(m)]
+    assert [m.uci() for m in castle] == ["f1h1"]
+    result = SEARCHES[name]().search(board, SearchControl(max_depth=2, max_nodes=200, searchmoves=castle),
+                                     lambda i: None)
+    assert result.best_move == castle[0]
+    board.push(result.best_move)
+    assert board.king(chess.WHITE) == chess.G1 and board.piece_at(chess.F1) == chess.Piece(chess.ROOK, chess.WHITE)

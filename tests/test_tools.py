@@ -6,9 +6,11 @@ import sys
 
 import chess
 import chess.engine
+import click
 import pytest
+from click.testing import CliRunner
 
-from tools.match import Adjudication
+from tools.match import Adjudication, cli as match_cli, load_openings
 from tools.suite import is_solved, load_suite, run_suite
 
 LATE = chess.Board("4k3/8/8/8/8/8/8/4K3 w - - 0 60")  # past move 40
@@ -48,8 +50,36 @@ def test_suite_scoring(tmp_path):
 
 
 def test_suite_rejects_a_malformed_line(tmp_path):
-    import click
     epd = tmp_path / "bad.epd"
     epd.write_text("this is not a position bm e4;\n")
     with pytest.raises(click.ClickException, match="line 1"):
         load_suite(epd)
+
+
+def test_match_openings_list_every_unplayable_line(tmp_path):
+    epd = tmp_path / "openings.epd"
+    epd.write_text("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - id \"e4\";\n"
+                   "\n"
+                   "this is not a position\n"
+                   "8/8/8/8/8/8/8/8 w - -\n"
+                   "7k/5QQ1/8/8/8/8/8/K7 b - -\n")
+    with pytest.raises(click.ClickException) as raised:
+        load_openings(epd, 0, 1)
+    message = raised.value.message
+    assert message.startswith(f"{epd}: 3 of 4 lines are not playable openings")
+    assert "line 3: expected 'w' or 'b'" in message and "line 4: not a legal position" in message
+    assert "line 5: the game is already over" in message and "line 1" not in message
+
+    result = CliRunner().invoke(match_cli, ["--opponent", "self", "--openings", str(epd)])
+    assert isinstance(result.exception, SystemExit), result.exception  # a clean exit, no traceback
+    assert result.exit_code == 1 and "Error:" in result.output and "line 3" in result.output
+
+
+def test_match_openings_name_the_pgn_game_with_an_illegal_move(tmp_path):
+    pgn = tmp_path / "openings.pgn"
+    pgn.write_text('[Result "*"]\n\n1. e4 e5 *\n\n[Result "*"]\n\n1. e4 e5 2. Ke3 *\n')
+    with pytest.raises(click.ClickException, match=r"1 of 2 games .*\n  game 2: illegal san: 'Ke3'"):
+        load_openings(pgn, 0, 1)
+    (tmp_path / "empty.epd").write_text("\n")
+    with pytest.raises(click.ClickException, match="no opening positions"):
+        load_openings(tmp_path / "empty.epd", 0, 1)

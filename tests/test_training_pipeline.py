@@ -17,9 +17,9 @@ from evaluators.resnet import ResNetEvaluator  # noqa: E402
 from search.base import SearchControl  # noqa: E402
 from search.puct import PuctSearch  # noqa: E402
 from training import dataset  # noqa: E402
-from training.export import export_resnet, write_metadata  # noqa: E402
+from training.export import write_metadata  # noqa: E402
 from training.pgn import DataError, ReadStats, iter_epd, iter_positions  # noqa: E402
-from training.train import TrainConfig, load_checkpoint, train  # noqa: E402
+from training.train import load_checkpoint  # noqa: E402
 
 PGN = """[Event "a"]
 [White "x"]
@@ -112,28 +112,21 @@ def test_dataset_roundtrip_and_dedupe(pgn_file, tmp_path):
 
 
 def test_value_targets_mix_result_and_eval():
-    target = dataset.value_target(np.array([1, 0, -1]), np.array([np.nan, 0.0, 0.5], dtype=np.float32), 0.5)
-    np.testing.assert_allclose(target.sum(1), 1.0, rtol=1e-6)
-    np.testing.assert_allclose(target[0], [1, 0, 0])
-    np.testing.assert_allclose(target[1], [0, 1, 0])
-    # half the loss target, half the eval's W/D/L (q=0.5: W 0.5, D 0.5, L 0)
-    np.testing.assert_allclose(target[2], [0.25, 0.25, 0.5])
+    from training.losses import value_target
+    wdl = torch.tensor([[np.nan] * 3, [0.2, 0.6, 0.2], [0.5, 0.5, 0.0], [np.nan] * 3])
+    target, weight = value_target(wdl, torch.tensor([1, 0, -1, -128], dtype=torch.int8), 0.5)
+    np.testing.assert_allclose(target[:3].sum(1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(target[0], [1, 0, 0])  # no engine W/D/L: the result alone
+    np.testing.assert_allclose(target[1], [0.1, 0.8, 0.1])
+    np.testing.assert_allclose(target[2], [0.25, 0.25, 0.5])  # half the loss, half the engine's W/D/L
+    np.testing.assert_allclose(weight, [1, 1, 1, 0])  # neither: no value loss
 
 
 @pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
-    """A few hundred samples, one epoch, exported to ONNX."""
-    root = tmp_path_factory.mktemp("tiny")
-    pgn = root / "g.pgn"
-    pgn.write_text(PGN * 3)
-    samples, _ = dataset.build_samples([Path(__file__).parent / "fixtures" / "games.pgn", pgn], "planes18", {},
-                                       workers=1, progress=False)
-    dataset.save(samples, root / "ds", {"encoding": "planes18"})
-    config = TrainConfig(data=[str(root / "ds")], out=str(root / "run"), blocks=1, filters=16, epochs=1,
-                         batch_size=64, device="cpu", validation=0.2)
-    checkpoint = train(config, progress=False)
-    onnx_path = export_resnet(checkpoint, root / "tiny.onnx", command="pytest")
-    return checkpoint, onnx_path, len(samples)
+def tiny_model(tiny_network):
+    """The shared tiny network (tests/conftest.py): checkpoint, ONNX, samples."""
+    checkpoint, _, onnx_path, count = tiny_network
+    return checkpoint, onnx_path, count
 
 
 def test_tiny_training_run_end_to_end(tiny_model):
@@ -191,13 +184,3 @@ def test_wrong_encoding_or_kind_is_refused(tiny_model, tmp_path):
     not_onnx.write_bytes(b"not a model")
     with pytest.raises(LoadError, match="cannot load"):
         ResNetEvaluator(not_onnx)
-
-
-def test_reinforce_loop_runs_one_iteration(tiny_model, tmp_path):
-    from click.testing import CliRunner
-    from training.__main__ import cli
-    result = CliRunner().invoke(cli, ["reinforce", "--checkpoint", str(tiny_model[0]), "--out", str(tmp_path / "rl"),
-                                      "--iterations", "1", "--games", "1", "--nodes", "8", "--workers", "1"])
-    assert result.exit_code == 0, result.output
-    assert (tmp_path / "rl" / "final.onnx").exists()
-    ResNetEvaluator(tmp_path / "rl" / "final.onnx")

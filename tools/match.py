@@ -84,26 +84,57 @@ def load_openings(path: Optional[Path], limit: int, seed: int, plies: int = 0) -
     """Starting positions from an EPD file (one per line) or a PGN file.
 
     For PGN the first ``plies`` moves of each game are used (all moves when 0);
-    duplicates are dropped so that every pair of games starts differently.
+    duplicates are dropped so that every pair of games starts differently. As in
+    tools.suite, unreadable input is a clear error, never a crash or a silent
+    skip: every EPD line or PGN game that is not a playable position is listed
+    by file and line (or game) number, with their count.
     """
     if path is None:
         return [chess.Board()]
     boards: list[chess.Board] = []
+    bad: list[str] = []
     if path.suffix.lower() == ".pgn":
+        unit, total = "games", 0
         with open(path, encoding="utf-8", errors="replace") as handle:
             while (game := chess.pgn.read_game(handle)) is not None:
+                total += 1
+                if game.errors:
+                    bad.append(f"game {total}: {game.errors[0]}")
+                    continue
                 board = game.board()
                 for ply, move in enumerate(game.mainline_moves()):
                     if plies and ply >= plies:
                         break
                     board.push(move)
-                boards.append(board)
+                if board.is_game_over():
+                    bad.append(f"game {total}: the game is over after {board.ply()} plies")
+                else:
+                    boards.append(board)
     else:
-        for line in path.read_text().splitlines():
-            fields = line.split()
-            if len(fields) >= 4:  # the position part of EPD; operations are irrelevant here
-                boards.append(chess.Board(" ".join(fields[:4]) + " 0 1"))
-    unique = list({board.epd(): board for board in boards if not board.is_game_over()}.values())
+        unit, total = "lines", 0
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            total += 1
+            try:
+                board, _ = chess.Board.from_epd(line)
+            except ValueError as error:
+                bad.append(f"line {number}: {error}")
+                continue
+            if not board.is_valid():
+                bad.append(f"line {number}: not a legal position ({board.status().name})")
+            elif board.is_game_over():
+                bad.append(f"line {number}: the game is already over")
+            else:
+                boards.append(board)
+    if bad:
+        shown = bad[:20] + ([f"... and {len(bad) - 20} more"] if len(bad) > 20 else [])
+        raise click.ClickException(f"{path}: {len(bad)} of {total} {unit} are not playable openings:\n  "
+                                   + "\n  ".join(shown))
+    if not boards:
+        raise click.ClickException(f"{path}: no opening positions")
+    unique = list({board.epd(): board for board in boards}.values())
     random.Random(seed).shuffle(unique)
     return unique[:limit] if limit else unique
 

@@ -1,4 +1,7 @@
-"""A compact on-disk sample format: a directory of .npy arrays plus meta.json.
+"""The one-hot sample format of `prepare`: a directory of .npy arrays plus meta.json.
+
+Training reads it beside label shards (training.shards.from_prepared turns it
+into a one-entry policy and an engine-model W/D/L target).
 
 Board planes are stored bit-packed (one bit per square), so an epoch over
 millions of positions reads a few hundred megabytes of memory-mappable arrays
@@ -123,28 +126,3 @@ def to_inputs(planes: np.ndarray, rule50: np.ndarray, encoding: Encoding) -> np.
     """Packed planes -> float32 network input (N, C, 8, 8) (the numpy path, used by tests and tools)."""
     binary = np.unpackbits(planes, axis=1, bitorder="little")[:, : encoding.binary_planes * 64]
     return assemble(binary.reshape(-1, encoding.binary_planes, 8, 8).astype(bool), rule50)
-
-
-def value_target(result: np.ndarray, eval_q: np.ndarray, eval_weight: float) -> np.ndarray:
-    """Soft W/D/L targets: a mix of the game result and the engine eval (where there is one).
-
-    An eval q in [-1, 1] becomes W/D/L with draw share 1 - |q| (see evaluators.score.q_to_wdl).
-    """
-    n = len(result)
-    target = np.zeros((n, 3), dtype=np.float32)
-    target[np.arange(n), 1 - result.astype(np.int64)] = 1.0  # +1 -> W (0), 0 -> D (1), -1 -> L (2)
-    has_eval = ~np.isnan(eval_q)
-    q = np.nan_to_num(eval_q)
-    draw = 1.0 - np.abs(q)
-    from_eval = np.stack([(1 - draw + q) / 2, draw, (1 - draw - q) / 2], axis=1)
-    weight = np.where(has_eval, eval_weight, 0.0)[:, None].astype(np.float32)
-    return (1 - weight) * target + weight * from_eval
-
-
-def validation_mask(game: np.ndarray, fraction: float) -> np.ndarray:
-    """Positions of every ~1/fraction-th game go to validation (no game is split)."""
-    period = max(2, int(round(1 / fraction))) if fraction > 0 else 0
-    if not period:
-        return np.zeros(len(game), dtype=bool)
-    return (np.asarray(game).astype(np.int64) * 2654435761 % 2**32) % period == 0
-

@@ -36,15 +36,15 @@ def export_module(module: nn.Module, example: tuple[torch.Tensor, ...], path: Pa
 
 
 def export_resnet(checkpoint: Path, out: Path, command: str = "") -> Path:
-    """Checkpoint of training.train -> ONNX policy-value network the ResNet evaluator loads."""
+    """Training checkpoint or weights file (training.weights) -> ONNX policy-value network the engine loads."""
     from evaluators.encoding import get_encoding
-    from training.train import checkpoint_summary, load_checkpoint
-    model, state = load_checkpoint(checkpoint)
+    from training.train import checkpoint_summary
+    from training.weights import load_network
+    model, state = load_network(checkpoint)
     encoding = get_encoding(state["meta"]["encoding"])
     example = torch.zeros(1, encoding.planes, 8, 8)
-    sources = [{k: m.get(k) for k in ("files", "samples", "filters")} for m in state["meta"]["sources"]]
     metadata = {KIND_KEY: RESNET_KIND, "encoding": encoding.name, "policy_layout": "az-8x8x73",
-                "value_head": "wdl", "network": state["shape"], "training_data": sources,
+                "value_head": "wdl", "network": state["shape"], "training_data": state["meta"]["sources"],
                 "validation": checkpoint_summary(state) or {}, "training_config": state["config"],
                 "command": command}
     return export_module(model, (example,), out, ["planes"], ["policy", "wdl"], metadata)

@@ -9,14 +9,21 @@ a rerun skips the games a part already holds, so an interrupted job resumes.
 from __future__ import annotations
 
 import random
+import re
 import shlex
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
+
 import chess
 import chess.engine
 import chess.pgn
+import chess.polyglot
 
-from training.pgn import iter_games, open_text, ReadStats
+from training.pgn import RESULT_WHITE, iter_games, open_text, ReadStats
+
+HEADER = re.compile(r'\[\w+ "')  # a PGN tag pair; a wrapped comment line may start with "[%eval"
 
 
 def _count_games(path: Path) -> int:
@@ -55,35 +62,101 @@ def _annotate_part(args: tuple) -> int:
     return written
 
 
+def decisive_result(game: chess.pgn.Game) -> Optional[int]:
+    """The decisive-game filter: +1 if White won, -1 if Black won, None for a draw or an unfinished game."""
+    return RESULT_WHITE.get(game.headers.get("Result", "*")) or None
+
+
+@dataclass(frozen=True)
+class SelfPlayOptions:
+    """What makes self-play games differ, and decided more often, beyond the engine and its node budget."""
+
+    random_plies: int = 6  # random moves after the book line (from the start without a book)
+    seed: int = 1
+    node_ratio: float = 1.0  # > 1: one side, alternating game by game, searches nodes / node_ratio
+    book: Optional[str] = None  # Polyglot .bin or PGN file of openings
+    book_plies: int = 16  # longest book line
+    decisive_only: bool = False  # keep decisive games only; ``games`` counts those
+
+
+class OpeningBook:
+    """Opening lines: a weighted random walk through a Polyglot book, or the first plies of a PGN game."""
+
+    def __init__(self, path: str, plies: int) -> None:
+        self.plies = plies
+        self.reader: Optional[chess.polyglot.MemoryMappedReader] = None
+        self.lines: list[tuple[chess.Move, ...]] = []
+        if path.endswith(".bin"):
+            self.reader = chess.polyglot.open_reader(path)
+            return
+        lines = set()
+        for _, game in iter_games(Path(path), ReadStats()):
+            lines.add(tuple(game.mainline_moves())[:plies])
+        self.lines = sorted(lines, key=lambda line: [m.uci() for m in line])
+        if not self.lines:
+            raise ValueError(f"{path}: no games to take openings from")
+
+    def line(self, rng: random.Random) -> list[chess.Move]:
+        if self.reader is None:
+            return list(rng.choice(self.lines))
+        board, moves = chess.Board(), []
+        while len(moves) < self.plies:
+            try:
+                move = self.reader.weighted_choice(board, random=rng).move
+            except (IndexError, ValueError):  # out of book (or only zero-weight entries)
+                break
+            board.push(move)
+            moves.append(move)
+        return moves
+
+
 def _selfplay_part(args: tuple) -> int:
-    out, command, nodes, games, worker, workers, random_plies, seed = args
+    out, command, nodes, games, worker, workers, options = args
     part = _part(Path(out), worker)
     mine = len(range(worker, games, workers))
     done = _count_games(part)
-    rng = random.Random(seed * 1000 + worker * 7 + done)
+    rng = random.Random(options.seed * 1000 + worker * 7 + done)
+    book = OpeningBook(options.book, options.book_plies) if options.book else None
+    weak_nodes = max(1, round(nodes / options.node_ratio))
+    written, round_number = done, done
     engine = chess.engine.SimpleEngine.popen_uci(shlex.split(command))
     try:
         with open(part, "a", encoding="utf-8") as handle:
-            for round_number in range(done, mine):
+            while written < mine:
                 board = chess.Board()
                 game = chess.pgn.Game()
                 node: chess.pgn.GameNode = game
+                opening = book.line(rng) if book else []
+                random_end = len(opening) + options.random_plies
+                budget = {chess.WHITE: nodes, chess.BLACK: nodes}
+                if options.node_ratio != 1:  # the weaker colour alternates with the game number
+                    budget[chess.BLACK if (worker + round_number * workers) % 2 == 0 else chess.WHITE] = weak_nodes
                 while not board.is_game_over(claim_draw=True) and board.ply() < 400:
-                    if board.ply() < random_plies:  # random opening plies for variety
+                    if board.ply() < len(opening):
+                        move = opening[board.ply()]
+                        node = node.add_variation(move)
+                    elif board.ply() < random_end:  # random opening plies for variety
                         move = rng.choice(list(board.legal_moves))
                         node = node.add_variation(move)
                     else:
-                        result = engine.play(board, chess.engine.Limit(nodes=nodes), info=chess.engine.INFO_SCORE)
+                        result = engine.play(board, chess.engine.Limit(nodes=budget[board.turn]),
+                                             info=chess.engine.INFO_SCORE)
                         move = result.move
                         node = node.add_variation(move)
                         if result.info.get("score") is not None:
                             node.set_eval(result.info["score"])
                     board.push(move)
+                round_number += 1
                 outcome = board.outcome(claim_draw=True)
-                game.headers.update({"Event": "hackmate self-play", "Round": f"{worker}.{round_number + 1}",
-                                     "White": command, "Black": command, "Annotator": f"nodes={nodes}",
+                annotator = f"nodes={nodes}" if options.node_ratio == 1 else \
+                    f"nodes white={budget[chess.WHITE]} black={budget[chess.BLACK]}"
+                game.headers.update({"Event": "hackmate self-play", "Round": f"{worker}.{round_number}",
+                                     "White": command, "Black": command, "Annotator": annotator,
                                      "Result": outcome.result() if outcome else "1/2-1/2"})
+                if options.decisive_only and decisive_result(game) is None:
+                    continue
                 print(game, file=handle, end="\n\n", flush=True)
+                written += 1
     finally:
         engine.quit()
     return mine - done
@@ -114,7 +187,28 @@ def annotate(source: Path, out: Path, command: str, nodes: int, workers: int) ->
 
 
 def selfplay(out: Path, command: str, nodes: int, games: int, workers: int, random_plies: int = 6,
-             seed: int = 1) -> int:
-    """Play ``games`` games of an engine against itself at ``nodes`` per move; returns games played now."""
-    jobs = [(str(out), command, nodes, games, w, workers, random_plies, seed) for w in range(workers)]
+             seed: int = 1, options: Optional[SelfPlayOptions] = None) -> int:
+    """Play ``games`` games of an engine against itself at ``nodes`` per move; returns games played now.
+
+    ``options`` (which then carries the random plies and seed) adds unequal node
+    budgets, an opening book and the decisive-game filter.
+    """
+    options = options or SelfPlayOptions(random_plies, seed)
+    if options.book:
+        OpeningBook(options.book, options.book_plies)  # fail early with a clear message
+    jobs = [(str(out), command, nodes, games, w, workers, options) for w in range(workers)]
     return _run_parts(_selfplay_part, jobs, out, workers)
+
+
+def summarize_games(path: Path) -> dict:
+    """Games, decisive share and engine-annotated positions of a PGN file, from its text (fast)."""
+    games = decisive = positions = 0
+    with open_text(path) as handle:
+        for line in handle:
+            if line.startswith("[Result "):
+                games += 1
+                decisive += '"1-0"' in line or '"0-1"' in line
+            elif not HEADER.match(line):
+                positions += line.count("[%eval ")
+    return {"games": games, "decisive": decisive, "decisive_share": decisive / games if games else 0.0,
+            "annotated_positions": positions}

@@ -1,8 +1,14 @@
-"""Supervised policy-value training on prepared datasets (see training.dataset).
+"""Supervised policy-value training on label shards, old one-hot datasets and the shared MultiPV file.
+
+Every source becomes shard arrays (training.shards): a sparse soft policy and a
+W/D/L target per position. The policy loss is the cross-entropy against the soft
+policy, the value loss the W/D/L cross-entropy against the engine's W/D/L mixed
+with the game result (``result_weight``), both from training.losses.
 
 Batches are unpacked from the bit-packed planes on the training device, so a
-GPU is fed without a CPU data-loader bottleneck; on CPU the same code runs
-with two threads.
+GPU is fed without a CPU data-loader bottleneck; on CPU the same code runs with
+two threads. ``max_minutes`` stops at a batch boundary with a resumable
+checkpoint, mid-epoch if need be, so a run can proceed in short steps.
 """
 
 from __future__ import annotations
@@ -10,17 +16,19 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 
 from evaluators.encoding import get_encoding
-from training import dataset
+from training import shards
+from training.evaluate import batch_sums, finish
+from training.losses import gather_policy, soft_policy_loss, value_target, wdl_loss
 from training.model import PolicyValueNet
+from training.weights import WeightsError, load_network
 
 
 @dataclass
@@ -35,8 +43,8 @@ class TrainConfig:
     weight_decay: float = 1e-4
     schedule: str = "cosine"  # cosine | step
     label_smoothing: float = 0.0
-    value_target: str = "mix"  # result | eval | mix
-    eval_weight: float = 0.7  # share of the eval in the mixed value target
+    result_weight: float = 0.0  # share of the game result in the value target (the rest: the engine's W/D/L)
+    temperature: float = 0.0  # > 0: recompute engine-labelled policies from their scores at this temperature (cp)
     value_loss_weight: float = 1.0
     grad_clip: float = 5.0
     validation: float = 0.05
@@ -44,7 +52,9 @@ class TrainConfig:
     device: str = "auto"
     seed: int = 1
     resume: bool = False
-    init: str = ""  # start from this checkpoint's weights (fine-tuning, reinforcement learning)
+    init: str = ""  # start from this checkpoint's or weights file's network (fine-tuning)
+    exclude: list[str] = field(default_factory=list)  # shard directories whose positions never train
+    max_minutes: float = 0.0  # stop cleanly (resumable) after this long; 0: no limit
 
 
 def pick_device(name: str) -> torch.device:
@@ -62,24 +72,93 @@ def unpack_planes(packed: torch.Tensor, rule50: torch.Tensor, binary_planes: int
     return torch.cat([planes, fifty], dim=1)
 
 
+def load_source(path: Path, encoding: Optional[str], temperature: float) -> tuple[dict[str, np.ndarray], dict, str]:
+    """(arrays of shards.TRAINING_COLUMNS, description for the checkpoint, encoding name) of one data source.
+
+    A source is a shard directory, an old `prepare` directory, or a MultiPV .jsonl(.gz) file.
+    """
+    if path.is_dir() and shards.is_shard_dir(path):
+        arrays, meta = shards.load_dir(path, encoding, shards.TRAINING_COLUMNS)
+        labeller = meta["labeller"]
+        if temperature and labeller.get("multipv"):
+            arrays["policy_prob"] = shards.soft_policy(arrays["policy_score"], arrays["policy_offset"], temperature)
+        description = {"path": str(path), "positions": len(arrays["key"]), "labeller": labeller}
+        return arrays, description, meta["encoding"]
+    if path.is_dir():
+        arrays, meta = shards.from_prepared(path)
+        if encoding is not None and meta["encoding"] != encoding:
+            raise shards.ShardError(f"{path}: positions encoded as {meta['encoding']!r}, not {encoding!r}")
+        return arrays, {k: meta.get(k) for k in ("files", "samples", "filters")}, meta["encoding"]
+    encoding = encoding or "planes18"
+    arrays = shards.from_jsonl(path, get_encoding(encoding), temperature or shards.DEFAULT_TEMPERATURE)
+    arrays = {name: arrays[name] for name in shards.TRAINING_COLUMNS}
+    return arrays, {"path": str(path), "positions": len(arrays["key"])}, encoding
+
+
 def load_data(config: TrainConfig) -> tuple[dict[str, np.ndarray], dict]:
-    parts, metas = [], []
-    for directory in config.data:
-        arrays, meta = dataset.load(Path(directory))
+    """Every source concatenated, minus --exclude positions, sampled down to --max-samples."""
+    parts, sources, encoding = [], [], None
+    for name in sorted(config.data, key=lambda d: not Path(d).is_dir()):  # directories fix the encoding first
+        arrays, description, encoding = load_source(Path(name), encoding, config.temperature)
         parts.append(arrays)
-        metas.append(meta)
-    encodings = {m["encoding"] for m in metas}
-    if len(encodings) != 1:
-        raise ValueError(f"datasets use different encodings: {sorted(encodings)}")
-    arrays = {name: np.concatenate([np.asarray(p[name]) for p in parts]) for name in dataset.ARRAYS}
-    if config.max_samples and len(arrays["move"]) > config.max_samples:
-        keep = np.random.default_rng(config.seed).choice(len(arrays["move"]), config.max_samples, replace=False)
-        arrays = {k: v[np.sort(keep)] for k, v in arrays.items()}
-    return arrays, {"encoding": encodings.pop(), "sources": metas}
+        sources.append(description)
+    arrays = shards.concatenate(parts)
+    if config.exclude:
+        excluded: set[int] = set()
+        for directory in config.exclude:
+            shards.read_meta(Path(directory))
+            excluded |= shards.dir_keys(Path(directory))
+        drop = np.isin(arrays["key"], np.fromiter(excluded, dtype=np.uint64, count=len(excluded)))
+        if drop.any():
+            print(f"--exclude: dropped {int(drop.sum())} training positions found in {', '.join(config.exclude)}")
+        if (arrays["key"] == 0).any():
+            print("--exclude: old one-hot datasets carry no position keys; their positions were not checked")
+        arrays = shards.select(arrays, ~drop)
+    n = len(arrays["key"])
+    if config.max_samples and n > config.max_samples:
+        keep = np.random.default_rng(config.seed).choice(n, config.max_samples, replace=False)
+        arrays = shards.select(arrays, np.sort(keep))
+    return arrays, {"encoding": encoding, "sources": sources}
+
+
+def validation_mask(game: np.ndarray, key: np.ndarray, fraction: float) -> np.ndarray:
+    """Every ~1/fraction-th game goes to validation (no game is split); positions of unknown game by key."""
+    period = max(2, int(round(1 / fraction))) if fraction > 0 else 0
+    if not period:
+        return np.zeros(len(game), dtype=bool)
+    hashed = game.astype(np.uint64) * np.uint64(2654435761) % np.uint64(2**32)
+    return np.where(game >= 0, hashed % np.uint64(period) == 0, key % np.uint64(period) == 0)
+
+
+class Data:
+    """Training or validation positions on the device, with their sparse policies."""
+
+    def __init__(self, arrays: dict[str, np.ndarray], mask: np.ndarray, device: torch.device) -> None:
+        part = shards.select(arrays, mask)
+
+        def put(array: np.ndarray) -> torch.Tensor:
+            return torch.from_numpy(np.ascontiguousarray(array)).to(device)
+
+        self.planes, self.rule50 = put(part["planes"]), put(part["rule50"])
+        self.offsets, self.index, self.prob = put(part["policy_offset"]), put(part["policy_index"]), \
+            put(part["policy_prob"])
+        self.best = put(shards.best_moves(part))
+        self.wdl, self.result = put(part["wdl"]), put(part["result"])
+        self.size = len(part["key"])
+
+    def batch(self, rows: torch.Tensor, binary_planes: int, result_weight: float):
+        x = unpack_planes(self.planes[rows], self.rule50[rows], binary_planes)
+        value, weight = value_target(self.wdl[rows], self.result[rows], result_weight)
+        return x, gather_policy(self.offsets, self.index, self.prob, rows), value, weight
 
 
 def train(config: TrainConfig, progress: bool = True) -> Path:
-    """Train (or resume) and write checkpoint.pt, history.json and curves.png into ``config.out``."""
+    """Train (or resume) and write checkpoint.pt, history.json and curves.png into ``config.out``.
+
+    Returns the checkpoint's path; with ``max_minutes`` the checkpoint may be
+    mid-run (its ``epoch`` < ``config.epochs``): run again with ``resume``.
+    """
+    started = time.time()
     torch.manual_seed(config.seed)
     device = pick_device(config.device)
     if device.type == "cpu":
@@ -88,22 +167,18 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     arrays, meta = load_data(config)
     encoding = get_encoding(meta["encoding"])
-    eval_weight = {"result": 0.0, "eval": 1.0, "mix": config.eval_weight}[config.value_target]
-    targets = dataset.value_target(arrays["result"], arrays["eval"], eval_weight)
-    is_val = dataset.validation_mask(arrays["game"], config.validation)
-
-    def tensors(mask: np.ndarray) -> dict[str, torch.Tensor]:
-        return {"planes": torch.from_numpy(np.ascontiguousarray(arrays["planes"][mask])).to(device),
-                "rule50": torch.from_numpy(np.ascontiguousarray(arrays["rule50"][mask])).to(device),
-                "move": torch.from_numpy(arrays["move"][mask].astype(np.int64)).to(device),
-                "value": torch.from_numpy(targets[mask]).to(device),
-                "result": torch.from_numpy(arrays["result"][mask].astype(np.int64)).to(device)}
-
-    train_set, val_set = tensors(~is_val), tensors(is_val)
-    n_train = len(train_set["move"])
+    is_val = validation_mask(arrays["game"], arrays["key"], config.validation)
+    if is_val.all():
+        print(f"the validation split would leave no training positions: training on all {len(is_val)}, "
+              "without validation")
+        is_val[:] = False
+    train_set, val_set = Data(arrays, ~is_val, device), Data(arrays, is_val, device)
+    del arrays
+    if train_set.size == 0:
+        raise ValueError(f"no training positions in {', '.join(config.data)}")
     model = PolicyValueNet(encoding.planes, config.blocks, config.filters).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    steps_per_epoch = max(1, n_train // config.batch_size)
+    steps_per_epoch = max(1, train_set.size // config.batch_size)
     total_steps = steps_per_epoch * config.epochs
     warmup = min(500, total_steps // 20)
 
@@ -115,83 +190,89 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
         return config.lr * 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total_steps - warmup)))
 
     history: list[dict] = []
-    start_epoch = 0
+    start_epoch, start_batch, running = 0, 0, []
     checkpoint_path = out / "checkpoint.pt"
-    if config.init:
-        model.load_state_dict(torch.load(config.init, map_location=device)["model"])
     if config.resume and checkpoint_path.exists():
-        state = torch.load(checkpoint_path, map_location=device)
-        model.load_state_dict(state["model"])
+        resumed, state = load_network(checkpoint_path, expect=model.shape, device=device)
+        if "optimizer" not in state:
+            raise WeightsError(f"{checkpoint_path}: a weights file, not a training checkpoint: use --init")
+        model.load_state_dict(resumed.state_dict())
         optimizer.load_state_dict(state["optimizer"])
-        start_epoch, history = state["epoch"], state["history"]
+        start_epoch, start_batch = state["epoch"], state.get("batch", 0)
+        history, running = state["history"], state.get("running", [])
+    elif config.init:
+        model.load_state_dict(load_network(Path(config.init), expect=model.shape, device=device)[0].state_dict())
     use_amp = device.type == "cuda"
-    step = start_epoch * steps_per_epoch
-    generator = torch.Generator(device="cpu").manual_seed(config.seed)
+    deadline = started + config.max_minutes * 60 if config.max_minutes else None
+
+    def save(epoch: int, batch: int) -> None:
+        temporary = checkpoint_path.with_name("checkpoint.pt.tmp")
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
+                    "batch": batch, "running": running, "history": history, "config": asdict(config),
+                    "shape": model.shape, "meta": meta}, temporary)
+        temporary.replace(checkpoint_path)
+
     for epoch in range(start_epoch, config.epochs):
         model.train()
-        order = torch.randperm(n_train, generator=generator).to(device)
-        started = time.time()
-        batches = range(steps_per_epoch)
+        order = torch.randperm(train_set.size, generator=torch.Generator().manual_seed(config.seed * 1000 + epoch))
+        order = order.to(device)
+        epoch_started = time.time()
+        batches = range(start_batch, steps_per_epoch)
         if progress:
             from tqdm import tqdm
-            batches = tqdm(batches, desc=f"epoch {epoch + 1}/{config.epochs}", unit="batch")
-        running = []
+            batches = tqdm(batches, desc=f"epoch {epoch + 1}/{config.epochs}", unit="batch",
+                           initial=start_batch, total=steps_per_epoch)
         for b in batches:
-            index = order[b * config.batch_size:(b + 1) * config.batch_size]
-            x = unpack_planes(train_set["planes"][index], train_set["rule50"][index], encoding.binary_planes)
+            if deadline is not None and time.time() > deadline and b > start_batch:
+                save(epoch, b)
+                print(f"stopped after {config.max_minutes:g} minutes at epoch {epoch + 1}, batch {b}/"
+                      f"{steps_per_epoch}: run again with --resume to continue")
+                return checkpoint_path
+            rows = order[b * config.batch_size:(b + 1) * config.batch_size]
+            x, policy_target, value, weight = train_set.batch(rows, encoding.binary_planes, config.result_weight)
             for group in optimizer.param_groups:
-                group["lr"] = lr_at(step)
+                group["lr"] = lr_at(epoch * steps_per_epoch + b)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
-                policy, value = model(x)
-            policy_loss = F.cross_entropy(policy.float(), train_set["move"][index],
-                                          label_smoothing=config.label_smoothing)
-            value_loss = -(train_set["value"][index] * F.log_softmax(value.float(), dim=1)).sum(1).mean()
+                policy, wdl = model(x)
+            policy_loss = soft_policy_loss(policy, policy_target, config.label_smoothing)
+            value_loss = wdl_loss(wdl, value, weight)
             loss = policy_loss + config.value_loss_weight * value_loss
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
             optimizer.step()
-            step += 1
             if b % 50 == 0:  # .item() synchronises a GPU: sample the losses
                 running.append((policy_loss.item(), value_loss.item()))
-        metrics = evaluate(model, val_set, encoding.binary_planes, config.batch_size)
+        start_batch = 0
+        metrics = {f"val_{name}": value for name, value in evaluate(model, val_set, encoding.binary_planes,
+                                                                    config.batch_size, config.result_weight).items()}
         metrics.update(epoch=epoch + 1, train_policy_loss=float(np.mean([r[0] for r in running])),
                        train_value_loss=float(np.mean([r[1] for r in running])),
-                       seconds=time.time() - started, train_samples=n_train, val_samples=len(val_set["move"]))
+                       seconds=time.time() - epoch_started, train_samples=train_set.size, val_samples=val_set.size)
+        running = []
         history.append(metrics)
         print(json.dumps(metrics))
-        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch + 1,
-                    "history": history, "config": asdict(config), "shape": model.shape, "meta": meta},
-                   checkpoint_path)
+        save(epoch + 1, 0)
         (out / "history.json").write_text(json.dumps(history, indent=2))
         plot_history(history, out / "curves.png")
     return checkpoint_path
 
 
 @torch.no_grad()
-def evaluate(model: PolicyValueNet, data: dict[str, torch.Tensor], binary_planes: int, batch_size: int) -> dict:
-    """Validation policy loss, top-1/top-3 accuracy, value loss and mean absolute value error."""
+def evaluate(model: PolicyValueNet, data: Data, binary_planes: int, batch_size: int, result_weight: float) -> dict:
+    """Validation figures (training.evaluate.METRICS); the net's policy over all 4672 slots."""
     model.eval()
-    n = len(data["move"])
-    if n == 0:
+    if data.size == 0:
         return {}
-    totals = {"val_policy_loss": 0.0, "val_top1": 0.0, "val_top3": 0.0, "val_value_loss": 0.0, "val_value_mae": 0.0}
-    for start in range(0, n, batch_size):
-        sl = slice(start, start + batch_size)
-        x = unpack_planes(data["planes"][sl], data["rule50"][sl], binary_planes)
-        policy, value = model(x)
-        policy, value = policy.float(), value.float()
-        moves = data["move"][sl]
-        totals["val_policy_loss"] += F.cross_entropy(policy, moves, reduction="sum").item()
-        top3 = policy.topk(3, dim=1).indices
-        totals["val_top1"] += (top3[:, 0] == moves).sum().item()
-        totals["val_top3"] += (top3 == moves[:, None]).any(1).sum().item()
-        target = data["value"][sl]
-        totals["val_value_loss"] += -(target * F.log_softmax(value, 1)).sum().item()
-        wdl = value.softmax(1)
-        q = wdl[:, 0] - wdl[:, 2]
-        totals["val_value_mae"] += (q - data["result"][sl].float()).abs().sum().item()
-    return {k: v / n for k, v in totals.items()}
+    sums: dict[str, float] = {}
+    for start in range(0, data.size, batch_size):
+        rows = torch.arange(start, min(data.size, start + batch_size), device=data.planes.device)
+        x, policy_target, value, weight = data.batch(rows, binary_planes, result_weight)
+        policy, wdl = model(x)
+        for name, total in batch_sums(policy, wdl, policy_target, data.best[rows], value, weight).items():
+            sums[name] = sums.get(name, 0.0) + total
+    model.train()
+    return finish(sums, data.size)
 
 
 def plot_history(history: list[dict], path: Path) -> None:
@@ -216,12 +297,10 @@ def plot_history(history: list[dict], path: Path) -> None:
 
 
 def load_checkpoint(path: Path) -> tuple[PolicyValueNet, dict]:
-    state = torch.load(path, map_location="cpu")
-    model = PolicyValueNet(**state["shape"])
-    model.load_state_dict(state["model"])
-    model.eval()
-    return model, state
+    """(network, file dictionary) of a training checkpoint or a weights file (training.weights)."""
+    return load_network(path)
 
 
 def checkpoint_summary(state: dict) -> Optional[dict]:
     return state["history"][-1] if state.get("history") else None
+

@@ -1,0 +1,98 @@
+"""Heuristic help for a small network: tactical priors and a static-exchange material value.
+
+A 6x64 network searched for a few hundred playouts a move still overlooks
+hanging pieces. :class:`BlendedEvaluator` mixes, into what the wrapped
+evaluator says, the material evaluator's move priors (winning captures,
+promotions, checks: ``TacticalPriors``) and the material balance after the
+best capture by static exchange evaluation (``MaterialBlend``). At 0 and 0 it
+passes the network through.
+
+Both are taken from the board while the search stands on it (the ``prepare``
+stage) in one pass over the legal moves (:func:`evaluators.material.tactical_gains`:
+bitboard tests pick out the few captures, promotions and checks), and only
+captures that could beat the best exchange found so far get a static exchange
+evaluation (:func:`evaluators.rules.see`), so a quiet position costs little
+more than the move loop.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import chess
+
+from evaluators.base import (Evaluation, Evaluator, EvaluatorWrapper, MoveLists, Request, evaluate_in_stages,
+                             value_centipawns)
+from evaluators.material import MaterialEvaluator, gain_softmax, tactical_gains
+from evaluators.options import Option
+from evaluators.rules import checking_moves, see
+from evaluators.score import cp_to_q
+
+
+def best_exchange_cp(board: chess.Board, moves: Sequence[chess.Move]) -> int:
+    """What the side to move wins with its best capture by static exchange (0 when none wins anything)."""
+    return _best_exchange(board, moves, tactical_gains(board, moves, [False] * len(moves))[1])
+
+
+def _best_exchange(board: chess.Board, moves: Sequence[chess.Move], captures: list[tuple[int, int]]) -> int:
+    best = 0
+    for ceiling, index in sorted(captures, reverse=True):
+        if ceiling <= best:
+            break  # an exchange never wins more than what the first capture takes
+        best = max(best, see(board, moves[index]))
+    return best
+
+
+class BlendedEvaluator(EvaluatorWrapper):
+    OPTIONS = (
+        Option("TacticalPriors", "spin", 50, 0, 100, scale=100, attribute="tactical_priors",
+               help="percent of heuristic capture/promotion/check priors mixed into the policy"),
+        Option("MaterialBlend", "spin", 60, 0, 100, scale=100, attribute="material_blend",
+               help="percent of the material balance after the best static exchange mixed into the value"),
+    )
+
+    def __init__(self, inner: Evaluator) -> None:
+        super().__init__(inner)
+        self.material = MaterialEvaluator()
+
+    def centipawns(self, board: chess.Board) -> int:
+        return value_centipawns(self, board)
+
+    def evaluate_batch(self, boards: Sequence[chess.Board], moves: MoveLists = None) -> list[Evaluation]:
+        return evaluate_in_stages(self, boards, moves)
+
+    def prepare(self, board: chess.Board, moves: Sequence[chess.Move]) -> Request:
+        """The inner request, with the heuristics of the moment's option values."""
+        request = self.inner.prepare(board, moves)
+        tactical, material = self.tactical_priors, self.material_blend
+        heuristic, material_q = None, 0.0
+        if (tactical or material) and moves:
+            gains, captures = tactical_gains(board, moves,
+                                             checking_moves(board, moves) if tactical else [False] * len(moves))
+            if tactical:
+                heuristic = gain_softmax(gains)
+            if material:
+                material_q = cp_to_q(self.material.centipawns(board) + _best_exchange(board, moves, captures))
+        elif material:
+            material_q = cp_to_q(self.material.centipawns(board))
+        request.blend = tactical, material, heuristic, material_q  # type: ignore[attr-defined]
+        return request
+
+    def finish(self, requests: Sequence[Request]) -> list[Evaluation]:
+        return [self.blend(request, evaluation) for request, evaluation in zip(requests, self.inner.finish(requests))]
+
+    @staticmethod
+    def blend(request: Request, evaluation: Evaluation) -> Evaluation:
+        """``evaluation`` with the heuristics taken at ``prepare`` mixed in."""
+        tactical, material, heuristic, material_q = request.blend  # type: ignore[attr-defined]
+        moves = request.moves
+        policy = evaluation.policy_of(moves)
+        if heuristic is not None and policy is not None:
+            keep = 1 - tactical
+            policy = [keep * prior + tactical * extra for prior, extra in zip(policy, heuristic)]
+        value, draw = evaluation.value, evaluation.draw
+        if material:
+            value = (1 - material) * value + material * material_q
+            if draw is not None:
+                draw *= 1 - abs(value)
+        return Evaluation(value, draw, moves=moves if policy is not None else None, policy=policy)

@@ -1,0 +1,322 @@
+"""The chess rules every search and evaluator shares, written once.
+
+- **Game end by rule**: checkmate, stalemate, the fifty-move rule (a mate on
+  the hundredth half-move still counts), insufficient material and repetition.
+- **Repetition policy**: inside the search tree a position that repeats once is
+  a draw (the side that could avoid it chose not to, as Stockfish and Lc0
+  score it); the search root counts as inside the tree. Against positions of
+  the game before the root the usual rule applies: a draw when the position
+  occurs for the third time.
+- **Scores**: one integer scale for every search's output: centipawns, mates
+  (``MATE - plies``) and tablebase results (``TB_WIN - plies``), with
+  :func:`uci_score` turning any of them into UCI's `cp N` / `mate N`.
+- **Capture ordering**: most valuable victim / least valuable attacker
+  (:func:`mvv_lva`) and static exchange evaluation (:func:`see`).
+- **Mate in one** (:func:`mate_in_one`), including mates by discovered check,
+  castling and en passant.
+
+Tablebase probing and its scoring live in :mod:`evaluators.tablebase`.
+"""
+
+from __future__ import annotations
+
+from typing import Hashable, Iterable, Optional, Sequence
+
+import chess
+
+from evaluators.score import cp_to_q, q_to_wdl
+
+# ------------------------------------------------------------------ scores
+
+#: Score of a side to move that mates now; a mate in n plies scores MATE - n.
+MATE = 100_000
+#: Scores beyond this (in absolute value) are mates.
+MATE_BOUND = MATE - 1000
+#: Score of a tablebase win at the root; a tablebase win n plies away scores TB_WIN - n.
+TB_WIN = MATE_BOUND - 1000
+#: Scores beyond this (and within MATE_BOUND) are tablebase wins.
+TB_BOUND = TB_WIN - 1000
+#: A tablebase win is reported as `cp TB_WIN_CP - plies`: above any evaluation, below a mate.
+TB_WIN_CP = 20_000
+
+
+def mating_score(plies: int) -> int:
+    """Score of a side to move that mates in ``plies`` plies."""
+    return MATE - plies
+
+
+def mated_score(plies: int) -> int:
+    """Score of a side to move that is checkmated ``plies`` plies from now."""
+    return -MATE + plies
+
+
+def tablebase_score(result: int, plies: int) -> int:
+    """Score of a tablebase result (+1 win, 0 draw, -1 loss for the side to move) ``plies`` plies away."""
+    return 0 if result == 0 else (TB_WIN - plies if result > 0 else -TB_WIN + plies)
+
+
+def mate_in_moves(score: int) -> Optional[int]:
+    """UCI's `mate N` (positive: the side to move mates) for a mate score, else None."""
+    if score >= MATE_BOUND:
+        return (MATE - score + 1) // 2
+    if score <= -MATE_BOUND:
+        return -((MATE + score) // 2)
+    return None
+
+
+def uci_score(score: int) -> tuple[str, int]:
+    """("mate", N) or ("cp", N) as UCI's `score` shows ``score``."""
+    mate = mate_in_moves(score)
+    if mate is not None:
+        return "mate", mate
+    if score >= TB_BOUND:
+        return "cp", TB_WIN_CP - (TB_WIN - score)
+    if score <= -TB_BOUND:
+        return "cp", -TB_WIN_CP + (TB_WIN + score)
+    return "cp", score
+
+
+def score_wdl(score: int, draw: Optional[float] = None) -> tuple[int, int, int]:
+    """Permille W/D/L of a score: certain for mates and tablebase wins, the winning-chance curve otherwise."""
+    if score >= TB_BOUND:
+        return 1000, 0, 0
+    if score <= -TB_BOUND:
+        return 0, 0, 1000
+    return q_to_wdl(cp_to_q(score), draw)
+
+
+# ------------------------------------------------------------- game end
+
+def insufficient_material(board: chess.Board) -> bool:
+    """Neither side can mate (python-chess's rule, skipped at once while pawns, rooks or queens remain)."""
+    return not (board.pawns | board.rooks | board.queens) and board.is_insufficient_material()
+
+
+def fifty_move_draw(board: chess.Board) -> bool:
+    """The fifty-move rule: a hundred half-moves without capture or pawn move, unless it is checkmate."""
+    return board.halfmove_clock >= 100 and not board.is_checkmate()
+
+
+def repetition_draw(board: chess.Board, tree_plies: int) -> bool:
+    """The repetition policy (see the module docstring) for ``board``'s move stack.
+
+    ``tree_plies`` is how many of the last moves were played inside the search
+    tree (0 at the root). Earlier positions are read from python-chess's state
+    stack without unmaking moves; only a full match of the pieces is checked
+    further with the exact transposition key.
+    """
+    clock = board.halfmove_clock
+    states = board._stack  # the position before each move of board.move_stack
+    reach = min(clock, len(states))
+    if reach < 4:
+        return False
+    occupied, pawns, kings = board.occupied, board.pawns, board.kings
+    before_root = 0
+    key: Optional[Hashable] = None
+    for back in range(4, reach + 1, 2):
+        state = states[-back]
+        if state.occupied != occupied or state.pawns != pawns or state.kings != kings:
+            continue
+        if key is None:
+            key = board._transposition_key()
+        if _state_key(state, board.chess960) != key:
+            continue
+        if back <= tree_plies:
+            return True
+        before_root += 1
+        if before_root >= 2:
+            return True
+    return False
+
+
+def _state_key(state, chess960: bool) -> Hashable:
+    scratch = chess.Board(None, chess960=chess960)
+    state.restore(scratch)
+    return scratch._transposition_key()
+
+
+def repetition_draw_keys(keys: Sequence[int], key: int, halfmove_clock: int, tree_start: int) -> bool:
+    """:func:`repetition_draw` for a search that keeps the Zobrist keys of the game and its path.
+
+    ``keys`` holds the keys of the earlier positions in game order (the last
+    one is the parent of ``key``'s position) and ``tree_start`` is the index of
+    the search root in it. Same policy, for alpha-beta's inner loop.
+    """
+    last = len(keys) - 1
+    stop = max(-1, last - halfmove_clock)
+    before_root = 0
+    for index in range(last - 3, stop, -2):
+        if keys[index] == key:
+            if index >= tree_start:
+                return True
+            before_root += 1
+            if before_root >= 2:
+                return True
+    return False
+
+
+def game_result(board: chess.Board, moves: Sequence[chess.Move], tree_plies: int) -> Optional[int]:
+    """The result by rule for the side to move (-1: checkmated, 0: drawn), or None while the game goes on.
+
+    ``moves`` are the position's legal moves (callers generate them anyway).
+    """
+    if not moves:
+        return -1 if board.is_check() else 0
+    if board.halfmove_clock >= 100 or insufficient_material(board) or repetition_draw(board, tree_plies):
+        return 0
+    return None
+
+
+# ------------------------------------------------------- capture ordering
+
+#: Piece values in centipawns (the material evaluator and the exchange evaluation).
+PIECE_VALUES = {chess.PAWN: 100, chess.KNIGHT: 320, chess.BISHOP: 330,
+                chess.ROOK: 500, chess.QUEEN: 900, chess.KING: 0}
+#: Most-valuable-victim weights for capture ordering.
+MVV = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
+#: A king "captured" in an exchange ends it: worth more than everything else.
+_SEE_KING = 20_000
+
+
+def mvv_lva(board: chess.Board, move: chess.Move) -> int:
+    """Capture ordering key: most valuable victim first, then least valuable attacker (en passant: a pawn)."""
+    victim = board.piece_type_at(move.to_square) or chess.PAWN
+    return 10 * MVV[victim] - MVV[board.piece_type_at(move.from_square) or chess.PAWN]
+
+
+def _see_value(piece_type: int) -> int:
+    return _SEE_KING if piece_type == chess.KING else PIECE_VALUES[piece_type]
+
+
+def see(board: chess.Board, move: chess.Move) -> int:
+    """Static exchange evaluation: centipawns the side to move gains with ``move`` when both sides
+    then keep recapturing on its square with their least valuable piece while it pays.
+
+    Sliders behind the capturers join in (x-rays); pins are ignored, as usual.
+    """
+    to = move.to_square
+    attacker = board.piece_type_at(move.from_square)
+    if attacker is None:
+        return 0
+    occupied = board.occupied ^ chess.BB_SQUARES[move.from_square]
+    if board.is_en_passant(move):
+        captured = chess.PAWN
+        occupied ^= chess.BB_SQUARES[to - 8 if board.turn == chess.WHITE else to + 8]
+    else:
+        captured = board.piece_type_at(to)
+    gains = [PIECE_VALUES[captured] if captured else 0]
+    on_square = attacker
+    if move.promotion:
+        gains[0] += PIECE_VALUES[move.promotion] - PIECE_VALUES[chess.PAWN]
+        on_square = move.promotion
+    occupied |= chess.BB_SQUARES[to]
+    side = not board.turn
+    by_type = ((chess.PAWN, board.pawns), (chess.KNIGHT, board.knights), (chess.BISHOP, board.bishops),
+               (chess.ROOK, board.rooks), (chess.QUEEN, board.queens), (chess.KING, board.kings))
+    while True:
+        attackers = board.attackers_mask(side, to, occupied) & occupied
+        if not attackers:
+            break
+        for piece_type, bb in by_type:
+            found = attackers & bb
+            if found:
+                break
+        if piece_type == chess.KING and board.attackers_mask(not side, to, occupied) & occupied:
+            break  # the king may not capture into a defended square
+        gains.append(_see_value(on_square) - gains[-1])
+        on_square = piece_type
+        occupied ^= found & -found  # the least significant such piece leaves its square
+        side = not side
+    while len(gains) > 1:
+        last = gains.pop()
+        gains[-1] = -max(-gains[-1], last)
+    return gains[0]
+
+
+# ------------------------------------------------------------ mate in one
+
+class LegalMoves(list):
+    """The legal moves of one position, which remember what :func:`checking_moves` found for them.
+
+    A search generates a leaf's moves once and hands them to the mate-in-one
+    test and to the evaluator's heuristics; both want the checking moves.
+    Build it from that position's moves only, and use it for that position only.
+    """
+
+    __slots__ = ("checks",)
+
+    def __init__(self, moves: Iterable[chess.Move] = ()) -> None:
+        super().__init__(moves)
+        self.checks: Optional[list[bool]] = None
+
+
+def checking_moves(board: chess.Board, moves: Sequence[chess.Move]) -> list[bool]:
+    """``board.gives_check(move)`` for each of ``moves``, from bitboards.
+
+    A plain move checks when the moved piece attacks the king from its new
+    square (a slider moving along its own line to the king would already give
+    check, so the current occupancy is exact); only the rare moves that can
+    check otherwise (a piece leaving a line between one of our sliders and the
+    king, castling, en passant, promotions) are played out. For
+    :class:`LegalMoves` the answer is computed once.
+    """
+    if isinstance(moves, LegalMoves):
+        if moves.checks is None:
+            moves.checks = _checking_moves(board, moves)
+        return moves.checks
+    return _checking_moves(board, moves)
+
+
+def _checking_moves(board: chess.Board, moves: Sequence[chess.Move]) -> list[bool]:
+    us = board.turn
+    king = board.king(not us)
+    if king is None:
+        return [False] * len(moves)
+    occupied, ours = board.occupied, board.occupied_co[us]
+    straight_lines = chess.BB_RANK_ATTACKS[king][0] | chess.BB_FILE_ATTACKS[king][0]
+    diagonal_lines = chess.BB_DIAG_ATTACKS[king][0]
+    discoverers = 0
+    for sniper in chess.scan_reversed((straight_lines & (board.rooks | board.queens)
+                                       | diagonal_lines & (board.bishops | board.queens)) & ours):
+        blockers = chess.between(king, sniper) & occupied
+        if blockers and not blockers & (blockers - 1):  # exactly one piece in between
+            discoverers |= blockers & ours
+    straight = (chess.BB_RANK_ATTACKS[king][chess.BB_RANK_MASKS[king] & occupied]
+                | chess.BB_FILE_ATTACKS[king][chess.BB_FILE_MASKS[king] & occupied])
+    diagonal = chess.BB_DIAG_ATTACKS[king][chess.BB_DIAG_MASKS[king] & occupied]
+    # for each square holding one of our pieces: the squares from which that piece would check the king
+    pawns, knights, bishops, rooks, queens = (board.pawns & ours, board.knights & ours, board.bishops & ours,
+                                              board.rooks & ours, board.queens & ours)
+    targets = [0] * 64
+    for bb, target in ((pawns, chess.BB_PAWN_ATTACKS[not us][king]), (knights, chess.BB_KNIGHT_ATTACKS[king]),
+                       (bishops, diagonal), (rooks, straight), (queens, straight | diagonal)):
+        for square in chess.scan_forward(bb):
+            targets[square] = target
+    king_square = board.king(us)
+    ep_square = board.ep_square if board.ep_square is not None else -1
+    squares = chess.BB_SQUARES
+    flags = []
+    for move in moves:
+        from_square = move.from_square
+        if (squares[from_square] & discoverers or move.promotion or move.to_square == ep_square
+                or from_square == king_square and board.is_castling(move)):
+            flags.append(board.gives_check(move))  # discovery, castling, promotion, en passant: rare
+        else:
+            flags.append(bool(squares[move.to_square] & targets[from_square]))
+    return flags
+
+
+def mate_in_one(board: chess.Board, moves: Optional[Sequence[chess.Move]] = None) -> Optional[chess.Move]:
+    """A move that checkmates at once, if the side to move has one (``moves``: its legal moves, if known).
+
+    Every mate gives check, so only the checking moves (:func:`checking_moves`) are played out.
+    """
+    moves = list(board.generate_legal_moves()) if moves is None else moves
+    for move, check in zip(moves, checking_moves(board, moves)):
+        if check:
+            board.push(move)
+            mated = not any(board.generate_legal_moves())
+            board.pop()
+            if mated:
+                return move
+    return None

@@ -1,0 +1,114 @@
+"""The package carries its networks: a regular install (a wheel, as `pip install .` makes) loads the default network.
+
+The wheel is built offline (`pip wheel --no-build-isolation`) from a copy of the sources and installed with
+`--no-deps` into a fresh virtual environment in a temporary directory. Its dependencies (chess, numpy,
+onnxruntime, click) come from this interpreter's site-packages through a `.pth` file, which adds those
+directories without running their `.pth` files, so the editable install of the repository is not active there.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import site
+import subprocess
+import sys
+import threading
+import zipfile
+from pathlib import Path
+
+import chess
+import pytest
+
+from engine.backends import DEFAULT_WEIGHTS
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = ["pyproject.toml", "README.md", "engine", "evaluators", "search", "training", "tools", "weights"]
+NETWORK_SUFFIXES = {".onnx", ".npz", ".pt"}
+
+
+def test_the_editable_install_serves_the_repository_weights():
+    import hackmate_weights
+
+    assert hackmate_weights.WEIGHTS_DIR == ROOT / "weights"
+    assert all(path.parent == ROOT / "weights" and path.is_file() for path in DEFAULT_WEIGHTS.values())
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """A fresh virtual environment outside the repository with the wheel installed; returns its directory."""
+    if importlib.util.find_spec("setuptools") is None:
+        pytest.skip("the build backend (setuptools) is not installed: pip install -e '.[test]'")
+    work = tmp_path_factory.mktemp("install")
+    source = work / "src"
+    source.mkdir()
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(ROOT / name, source / name)
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    subprocess.run([*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+                    "-w", str(work / "dist"), str(source)], check=True, capture_output=True, cwd=work)
+    venv = work / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, cwd=work)
+    python = venv / "bin" / "python"
+    (wheel,) = (work / "dist").glob("hackmate-*.whl")
+    subprocess.run([*pip, "--python", str(python), "install", "-q", "--no-deps", "--no-index", "--no-compile",
+                    str(wheel)], check=True, capture_output=True, cwd=work)
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    outer = [*site.getsitepackages(), site.getusersitepackages()]
+    (Path(purelib) / "outer-dependencies.pth").write_text("\n".join(outer) + "\n")
+    return venv
+
+
+def test_the_wheel_ships_every_network_and_module(installed):
+    (wheel,) = (installed.parent / "dist").glob("hackmate-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    networks = [p.name for p in (ROOT / "weights").iterdir() if p.suffix in NETWORK_SUFFIXES]
+    assert "resnet.onnx" in networks
+    assert {f"hackmate_weights/{name}" for name in networks} <= names
+    packages = {name.split("/")[0] for name in names} - {"hackmate_weights"}
+    packages = {name for name in packages if not name.endswith(".dist-info")}
+    modules = {p.relative_to(ROOT).as_posix() for package in packages for p in (ROOT / package).rglob("*.py")}
+    missing = sorted(name for name in modules if "__pycache__" not in name and name not in names)
+    assert not missing, f"the wheel lacks {missing}: list new packages in pyproject.toml [tool.setuptools]"
+
+
+def test_the_installed_package_loads_its_networks(installed, tmp_path):
+    code = ("import engine, hackmate_weights; from engine.backends import DEFAULT_WEIGHTS, build_evaluator; "
+            "build_evaluator('resnet'); build_evaluator('comparator'); "  # raises if a file is missing
+            "print(engine.__file__, hackmate_weights.WEIGHTS_DIR, *DEFAULT_WEIGHTS.values())")
+    paths = subprocess.run([str(installed / "bin" / "python"), "-c", code], check=True, capture_output=True,
+                           text=True, cwd=tmp_path, timeout=60).stdout.split()
+    assert len(paths) == 2 + len(DEFAULT_WEIGHTS)
+    assert all(Path(path).is_relative_to(installed) for path in paths), paths
+
+
+def test_the_hackmate_console_script_plays_with_the_network(installed, tmp_path):
+    """`hackmate` is what a GUI points at (pip makes hackmate.exe on Windows)."""
+    process = subprocess.Popen([str(installed / "bin" / "hackmate")], cwd=tmp_path, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    watchdog = threading.Timer(60, process.kill)
+    watchdog.start()
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write("uci\nisready\nposition startpos\ngo nodes 50\n")
+        process.stdin.flush()
+        lines = []
+        for line in process.stdout:
+            lines.append(line.strip())
+            if line.startswith("bestmove"):
+                break
+        output = "\n".join(lines)
+        assert lines and lines[-1].startswith("bestmove"), output
+        process.stdin.write("quit\n")
+        process.stdin.flush()
+        assert process.wait(timeout=30) == 0
+    finally:
+        watchdog.cancel()
+        process.kill()
+    assert "uciok" in lines and "readyok" in lines
+    assert "falling back" not in output and "not found" not in output
+    assert chess.Move.from_uci(lines[-1].split()[1]) in chess.Board().legal_moves

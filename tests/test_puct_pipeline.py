@@ -1,0 +1,227 @@
+"""PUCT at the speed of the network: the staged evaluator interface, the overlap, the lazy tree,
+the fast rules and heuristics it relies on, lazy start-up and answers within the clock."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import chess
+import pytest
+
+from engine.backends import apply_hash, build_evaluator, build_search
+from evaluators.base import Evaluation, EvaluatorWrapper, unwrap
+from evaluators.material import CHECK_BONUS_CP, PST, MaterialEvaluator, PstEvaluator
+from evaluators.rules import PIECE_VALUES, checking_moves
+from search.base import SearchControl
+from search.puct import Node, PuctSearch
+from tests.test_search import MATE_IN_ONE, MATE_IN_TWO
+from tests.uci_inprocess import Driver
+
+MIDDLEGAME = "r1bq1rk1/pp2b1pp/n1pp1n2/3P1p2/2P1p3/2N1P2N/PP2BPPP/R1BQ1RK1 b - - 2 10"
+
+
+def network_search(threads: int, overlap: bool) -> PuctSearch:
+    """The default engine's resnet + puct, as the engine builds it."""
+    evaluator = build_evaluator("resnet", threads=threads)
+    search = build_search("puct", evaluator)
+    search.set_threads(threads)
+    search.set_option("Overlap", overlap)
+    apply_hash(16, search, evaluator)
+    assert isinstance(search, PuctSearch)
+    return search
+
+
+def visits(node: Node) -> dict[str, int]:
+    return {child.move.uci(): child.visits for child in node.children}  # type: ignore[union-attr]
+
+
+def no_virtual_loss_left(node: Node) -> bool:
+    return node.virtual == 0 and all(no_virtual_loss_left(child) for child in node.children)
+
+
+def random_positions(count: int, seed: int = 11):
+    rng = random.Random(seed)
+    board = chess.Board()
+    for _ in range(count):
+        moves = list(board.legal_moves)
+        if not moves or board.ply() > 150:
+            board = chess.Board()
+            continue
+        yield board, moves
+        board.push(rng.choice(moves))
+
+
+# ------------------------------------------------------------ fast paths
+
+def test_checking_moves_agrees_with_python_chess():
+    checked = 0
+    for board, moves in random_positions(4000):
+        assert checking_moves(board, moves) == [board.gives_check(move) for move in moves], board.fen()
+        checked += len(moves)
+    assert checked > 80000
+
+
+def reference_gain(board: chess.Board, move: chess.Move, pst: bool) -> float:
+    """The heuristic's definition, move by move with python-chess (as it was computed before the fast path)."""
+    gain = 0.0
+    if board.is_capture(move):
+        victim = chess.PAWN if board.is_en_passant(move) else board.piece_type_at(move.to_square)
+        gain += PIECE_VALUES[victim] - PIECE_VALUES[board.piece_type_at(move.from_square)] / 10.0
+    if move.promotion:
+        gain += PIECE_VALUES[move.promotion] - PIECE_VALUES[chess.PAWN]
+    if board.gives_check(move):
+        gain += CHECK_BONUS_CP
+    if pst:
+        table = PST[(board.turn, board.piece_type_at(move.from_square))]
+        gain += table[move.to_square] - table[move.from_square]
+    return gain
+
+
+@pytest.mark.parametrize("evaluator", [MaterialEvaluator(), PstEvaluator()], ids=["material", "pst"])
+def test_heuristic_priors_follow_their_definition(evaluator):
+    for board, moves in random_positions(1000, seed=5):
+        gains = evaluator.move_gains(board, moves)
+        assert gains == pytest.approx([reference_gain(board, move, isinstance(evaluator, PstEvaluator))
+                                       for move in moves])
+        assert sum(evaluator.priors(board, moves).values()) == pytest.approx(1.0)
+
+
+def test_network_stages_match_a_plain_evaluation():
+    network = unwrap(build_evaluator("resnet"))
+    boards = [chess.Board(), chess.Board(MIDDLEGAME), chess.Board("8/8/8/8/8/5k2/8/5K1q w - - 0 1")]  # last: mated
+    staged = network.evaluate_batch(boards)
+    for board, evaluation in zip(boards, staged):
+        alone = network.evaluate_batch([board])[0]
+        assert evaluation.value == pytest.approx(alone.value, abs=1e-5)
+        assert set(evaluation.priors) == set(board.legal_moves)
+        for move, prior in (alone.priors or {}).items():
+            assert evaluation.priors[move] == pytest.approx(prior, abs=1e-5)
+    assert staged[2].priors == {}
+
+
+class FavourFirstMove(EvaluatorWrapper):
+    """A wrapper that changes evaluations by overriding evaluate_batch only (like training's RootNoise)."""
+
+    calls = 0
+
+    def evaluate_batch(self, boards, moves=None):
+        FavourFirstMove.calls += 1
+        evaluations = self.inner.evaluate_batch(boards, moves)
+        out = []
+        for board, evaluation in zip(boards, evaluations):
+            first = min(evaluation.priors, key=lambda move: move.uci())
+            out.append(Evaluation(evaluation.value, evaluation.draw,
+                                  {move: 0.99 if move == first else 0.01 for move in evaluation.priors}))
+        return out
+
+
+def test_a_wrapper_that_overrides_evaluate_batch_is_honoured_by_the_search():
+    search = PuctSearch(FavourFirstMove(build_evaluator("resnet")))
+    search.search(chess.Board(), SearchControl(max_nodes=40), lambda info: None)
+    assert FavourFirstMove.calls > 1
+    assert search.root.children[0].move == min(chess.Board().legal_moves, key=lambda move: move.uci())
+
+
+# ------------------------------------------------------------ the overlap
+
+def test_node_counts_are_deterministic_with_the_overlap_off():
+    first, second = network_search(2, overlap=False), network_search(2, overlap=False)
+    results = [search.search(chess.Board(MIDDLEGAME), SearchControl(max_nodes=300), lambda info: None)
+               for search in (first, second)]
+    assert first.nodes == second.nodes == 300
+    assert results[0].best_move == results[1].best_move and visits(first.root) == visits(second.root)
+
+
+def test_an_overlapped_search_visits_exactly_its_node_budget():
+    search = network_search(2, overlap=True)
+    assert search.overlapping
+    board = chess.Board(MIDDLEGAME)
+    result = search.search(board, SearchControl(max_nodes=300), lambda info: None)
+    assert search.nodes == 300 and result.best_move in board.legal_moves
+    assert search.root.visits == 300  # every playout went through the root and was backed up
+    assert no_virtual_loss_left(search.root)
+    again = network_search(2, overlap=True)  # results are backed up in a fixed order: the same tree again
+    again.search(board, SearchControl(max_nodes=300), lambda info: None)
+    assert visits(again.root) == visits(search.root)
+
+
+def test_an_overlapped_search_reuses_its_tree():
+    search = network_search(2, overlap=True)
+    board = chess.Board()
+    result = search.search(board, SearchControl(max_nodes=200), lambda info: None)
+    board.push(result.best_move)
+    board.push(result.ponder_move)
+    search.search(board, SearchControl(max_nodes=200), lambda info: None)
+    assert search.reused > 0 and search.nodes == 200 and no_virtual_loss_left(search.root)
+
+
+@pytest.mark.parametrize("fen,best", MATE_IN_ONE + MATE_IN_TWO)
+def test_an_overlapped_search_finds_mates(fen, best):
+    search = network_search(2, overlap=True)
+    infos = []
+    result = search.search(chess.Board(fen), SearchControl(max_nodes=1500), infos.append)
+    assert result.best_move.uci() == best
+    assert infos[-1].mate is not None and infos[-1].mate > 0
+
+
+def test_stop_during_an_overlapped_infinite_search_is_answered_at_once():
+    engine = Driver()
+    engine.send("setoption name Threads value 2", "isready", "position startpos")
+    assert engine.engine.search.overlapping
+    engine.send("go infinite")
+    engine.out.wait_for("info depth", 10.0)
+    time.sleep(0.3)
+    start, started = len(engine.lines), time.monotonic()
+    engine.send("stop")
+    engine.out.wait_for("bestmove", 2.0, start)
+    assert time.monotonic() - started < 0.5
+    assert no_virtual_loss_left(engine.engine.search.root)  # the batch abandoned on its way left no trace
+    assert engine.go("go nodes 100").split()[1] != "0000"
+    engine.close()
+
+
+# ------------------------------------------------------------ start-up and the clock
+
+def test_uci_answers_before_the_network_is_read():
+    engine = Driver()
+    engine.send("uci")
+    assert engine.lines[-1] == "uciok"
+    assert any(line.startswith("option name TacticalPriors") for line in engine.lines)  # the backend's options
+    network = unwrap(engine.engine.evaluator)
+    assert network._session is None  # declared, not loaded
+    engine.send("isready")
+    assert engine.lines[-1] == "readyok" and network._session is not None
+    engine.close()
+
+
+def test_low_clock_moves_answer_well_within_the_clock():
+    """`go wtime 100 ... winc 10`: low-clock mode, so every reply comes long before the 100 ms on the clock."""
+    engine = Driver()
+    engine.send("uci", "isready", "ucinewgame")
+    moves: list[str] = []
+    slowest = 0.0
+    for _ in range(40):
+        engine.send("position startpos moves " + " ".join(moves))
+        start, started = len(engine.lines), time.monotonic()
+        engine.send("go wtime 100 btime 100 winc 10 binc 10")
+        move = engine.out.wait_for("bestmove", 5.0, start).split()[1]
+        slowest = max(slowest, time.monotonic() - started)
+        engine.engine.wait()
+        moves.append(move)
+        board = chess.Board()
+        for uci in moves:
+            board.push_uci(uci)
+        if board.is_game_over():
+            break
+    assert slowest < 0.08, f"slowest reply {slowest * 1000:.0f} ms with 100 ms on the clock"
+    engine.close()
+
+
+def test_move_overhead_is_kept_back():
+    engine = Driver()
+    engine.send("setoption name Move Overhead value 900", "isready", "position startpos")
+    started = time.monotonic()
+    engine.go("go movetime 1000", timeout=5.0)
+    assert time.monotonic() - started < 0.6  # 100 ms of search, plus generous room for a loaded machine
+    engine.close()

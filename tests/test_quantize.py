@@ -1,0 +1,26 @@
+"""tools.quantize: an int8 copy of a network that the engine loads like the fp32 one, and the comparison."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import FIXTURES
+
+pytest.importorskip("onnx", reason="quantisation needs the training extra (onnx)")
+
+
+def test_quantized_network_loads_in_the_engine_and_stays_close(tiny_network, tmp_path):
+    from evaluators.resnet import ResNetEvaluator
+    from tools.quantize import outputs, pgn_positions, quantize
+    network = tiny_network[2]
+    boards = pgn_positions(FIXTURES / "games.pgn", 200)
+    quantized = tmp_path / "int8.onnx"
+    quantize(network, quantized, boards[:100])
+    evaluation = ResNetEvaluator(quantized).evaluate(boards[150])  # metadata kept: the engine accepts the file
+    assert set(evaluation.priors) == set(boards[150].legal_moves)
+    assert sum(evaluation.priors.values()) == pytest.approx(1.0, abs=1e-5)
+    tops, values = outputs(network, boards[100:])
+    int8_tops, int8_values = outputs(quantized, boards[100:])
+    assert np.abs(values - int8_values).mean() < 0.05
+    assert np.mean([a == b for a, b in zip(tops, int8_tops)]) > 0.5

@@ -1,0 +1,99 @@
+"""PPO: GAE and the clipped objective against hand-computed values, the curriculum, and a toy run vs Stockfish."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import chess
+import chess.engine
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the training extra (torch) is not installed")
+
+from evaluators.resnet import ResNetEvaluator  # noqa: E402
+from tests.conftest import FIXTURES, ROOT, engine_command, needs_stockfish  # noqa: E402
+from training.model import PolicyValueNet  # noqa: E402
+from training.rl.ppo import (Curriculum, PPOConfig, central_control, gae, masked_policy, ppo_loss,  # noqa: E402
+                             train_ppo)
+from training.weights import FORMAT, VERSION, save_weights  # noqa: E402
+
+
+def test_gae_matches_hand_computed_values_and_stops_at_episode_ends():
+    advantages, returns = gae(np.array([0.0, 0.0, 1.0, 1.0, 0.0, -1.0]), np.array([0.5, 0.2, -0.1, 0.3, 0.1, 0.0]),
+                              np.array([False, False, True, True, False, True]), gamma=0.9, lam=0.8)
+    # episode 1: d2 = 1 + 0.1 = 1.1; d1 = 0.9 * -0.1 - 0.2 = -0.29, A1 = -0.29 + 0.72 * 1.1 = 0.502;
+    #            d0 = 0.9 * 0.2 - 0.5 = -0.32, A0 = -0.32 + 0.72 * 0.502 = 0.04144
+    # episode 2: A3 = 1 - 0.3 = 0.7; episode 3: A5 = -1, A4 = (0 - 0.1) + 0.72 * -1 = -0.82
+    np.testing.assert_allclose(advantages, [0.04144, 0.502, 1.1, 0.7, -0.82, -1.0], rtol=1e-5)
+    np.testing.assert_allclose(returns, advantages + [0.5, 0.2, -0.1, 0.3, 0.1, 0.0], rtol=1e-5)
+
+
+def test_clipped_objective_matches_hand_computed_values():
+    ratios = torch.tensor([1.5, 0.5, 1.1, 0.5])
+    old = torch.zeros(4)
+    loss, parts = ppo_loss(torch.log(ratios), old, torch.tensor([1.0, 1.0, -1.0, -1.0]),
+                           torch.tensor([0.5, 0.0, 0.0, 0.0]), torch.tensor([1.0, 0.0, 0.0, 0.0]),
+                           torch.tensor([1.0, 2.0, 3.0, 4.0]), clip=0.2, value_weight=0.5, entropy_weight=0.01)
+    # surrogates min(r A, clip(r) A): 1.2 (clipped), 0.5, -1.1, -0.8 (clipped); mean -0.05
+    assert parts["policy_loss"].item() == pytest.approx(0.05)
+    assert parts["value_loss"].item() == pytest.approx(0.0625)
+    assert parts["clip_fraction"].item() == pytest.approx(0.75)
+    assert loss.item() == pytest.approx(0.05 + 0.5 * 0.0625 - 0.01 * 2.5)
+
+
+def test_masked_policy_ignores_illegal_moves_without_nan_gradients():
+    logits = torch.zeros(2, 5, requires_grad=True)
+    legal = torch.tensor([[True, True, False, False, True], [False, True, False, False, False]])
+    logp, entropy = masked_policy(logits, legal)
+    torch.testing.assert_close(logp.exp()[legal], torch.tensor([1 / 3, 1 / 3, 1 / 3, 1.0]))
+    torch.testing.assert_close(entropy, torch.tensor([np.log(3), 0.0], dtype=torch.float32))
+    (entropy.sum() + logp[legal].sum()).backward()
+    assert torch.isfinite(logits.grad).all()
+
+
+def test_central_control_counts_attackers_and_occupants_of_the_centre():
+    board = chess.Board()
+    assert central_control(board, chess.WHITE) == 0.0
+    board.push_san("e4")  # the pawn occupies e4 and attacks d5; Black reaches no central square
+    assert central_control(board, chess.WHITE) == 1.0 and central_control(board, chess.BLACK) == -1.0
+
+
+def test_curriculum_promotes_when_the_window_win_rate_passes_the_threshold():
+    curriculum = Curriculum(0, PPOConfig("", "", window=4, promote_win_rate=0.5, max_level=1))
+    assert not any(curriculum.record(score) for score in (1.0, 0.0, 0.5))  # window not full yet
+    assert curriculum.record(1.0) and curriculum.level == 1 and not curriculum.recent
+    assert not any(curriculum.record(1.0) for _ in range(8))  # the top level stays
+
+
+def tiny_weights(path: Path) -> Path:
+    torch.manual_seed(0)
+    model = PolicyValueNet(18, 1, 8)
+    return save_weights({"format": FORMAT, "version": VERSION, "shape": model.shape, "model": model.state_dict(),
+                         "meta": {"encoding": "planes18", "sources": []}, "config": {}, "history": []}, path)
+
+
+@needs_stockfish
+def test_ppo_toy_run_climbs_the_curriculum_and_exports_a_network_the_engine_plays_with(tmp_path):
+    config = PPOConfig(str(tiny_weights(tmp_path / "tiny.pt")), str(tmp_path / "ppo"), updates=2, games_per_update=2,
+                       minibatch=16, max_plies=30, stockfish_nodes=200, window=2, promote_win_rate=0.0,
+                       openings=str(FIXTURES / "games.pgn"), shaping=0.1, mcts_level=1, mcts_nodes=8, device="cpu")
+    onnx = train_ppo(config, progress=False)
+    history = json.loads((tmp_path / "ppo" / "history.json").read_text())
+    assert [h["level"] for h in history] == [1, 2]  # promoted after every window of 2 games
+    assert all(np.isfinite(h[k]) for h in history for k in ("policy_loss", "value_loss", "entropy"))
+    assert (tmp_path / "ppo" / "curves.png").stat().st_size > 0
+    ResNetEvaluator(onnx)
+    board = chess.Board()
+    engine = chess.engine.SimpleEngine.popen_uci(engine_command("--eval", "resnet", "--weights", str(onnx)), cwd=ROOT)
+    try:
+        while not board.is_game_over() and board.ply() < 40:
+            move = engine.play(board, chess.engine.Limit(nodes=8)).move
+            assert move in board.legal_moves
+            board.push(move)
+    finally:
+        engine.quit()
+    train_ppo(PPOConfig(**{**config.__dict__, "updates": 3}), progress=False)  # resumes at update 2
+    history = json.loads((tmp_path / "ppo" / "history.json").read_text())
+    assert [h["update"] for h in history] == [1, 2, 3] and history[-1]["level"] == 3

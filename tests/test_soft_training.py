@@ -1,0 +1,151 @@
+"""Soft-target training on shards, weights files, export, test-set evaluation and the GPU recipe at toy scale."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from pathlib import Path
+
+import chess
+import chess.engine
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+torch = pytest.importorskip("torch", reason="the training extra (torch) is not installed")
+
+from tests.conftest import FIXTURES, ROOT, needs_stockfish, stockfish_path  # noqa: E402
+from tests.test_labelling import write_synthetic  # noqa: E402
+from training import shards  # noqa: E402
+from training.evaluate import evaluate_network  # noqa: E402
+from training.export import export_resnet  # noqa: E402
+from training.losses import gather_policy, soft_policy_loss  # noqa: E402
+from training.train import TrainConfig, load_data, train  # noqa: E402
+from training.weights import WeightsError, load_file, load_network  # noqa: E402
+
+
+def test_sparse_soft_policy_loss_matches_the_dense_one():
+    logits = torch.randn(3, 4672)
+    offsets = torch.tensor([0, 2, 3, 6])
+    index = torch.tensor([5, 70, 4000, 1, 2, 3], dtype=torch.int16)
+    prob = torch.tensor([0.75, 0.25, 1.0, 0.5, 0.3, 0.2])
+    batch = torch.tensor([2, 0])
+    target = gather_policy(offsets, index, prob, batch)
+    dense = torch.zeros(2, 4672)
+    dense[0, [1, 2, 3]] = torch.tensor([0.5, 0.3, 0.2])
+    dense[1, [5, 70]] = torch.tensor([0.75, 0.25])
+    expected = -(dense * torch.log_softmax(logits[batch], 1)).sum(1).mean()
+    assert soft_policy_loss(logits[batch], target).item() == pytest.approx(expected.item(), rel=1e-5)
+    one_hot = gather_policy(offsets, index, prob, torch.tensor([1]))
+    smoothed = torch.nn.functional.cross_entropy(logits[1:2], torch.tensor([4000]), label_smoothing=0.1)
+    assert soft_policy_loss(logits[1:2], one_hot, 0.1).item() == pytest.approx(smoothed.item(), rel=1e-5)
+
+
+def test_training_on_a_mix_stops_and_resumes(tiny_network, tmp_path):
+    write_synthetic(tmp_path / "shards", 120)
+    write_synthetic(tmp_path / "test", 20, start=100)  # overlaps the last 20 training positions
+    multipv = tmp_path / "labels.jsonl.gz"
+    with gzip.open(multipv, "wt") as handle:
+        handle.write(json.dumps({"fen": chess.STARTING_FEN, "pv": [["e2e4", 35, None], ["d2d4", 30, None]]}) + "\n")
+    prepared = tiny_network[0].parent.parent / "data"  # the shared fixture's old one-hot dataset
+    config = TrainConfig(data=[str(tmp_path / "shards"), str(prepared), str(multipv)], out=str(tmp_path / "run"),
+                         blocks=1, filters=8, epochs=1, batch_size=64, device="cpu", validation=0.2,
+                         exclude=[str(tmp_path / "test")], max_minutes=1e-6)
+    arrays, meta = load_data(config)
+    assert not set(arrays["key"].tolist()) & shards.dir_keys(tmp_path / "test")
+    assert len(arrays["key"]) == 100 + 1 + len(np.load(prepared / "move.npy"))
+    assert [source.get("positions") for source in meta["sources"]] == [120, None, 1]
+    config.max_samples = 320
+    checkpoint = train(config, progress=False)  # stops after its first batch
+    state = load_file(checkpoint)
+    assert (state["epoch"], state["batch"]) == (0, 1) and not (tmp_path / "run" / "history.json").exists()
+    config.max_minutes, config.resume = 0.0, True
+    state = load_file(train(config, progress=False))
+    assert state["epoch"] == 1 and state["batch"] == 0 and len(state["history"]) == 1
+    history = json.loads((tmp_path / "run" / "history.json").read_text())
+    assert 0 <= history[-1]["val_top1"] <= history[-1]["val_top3"] <= 1 and history[-1]["val_policy_kl"] >= 0
+    assert (tmp_path / "run" / "curves.png").stat().st_size > 0
+    with pytest.raises(WeightsError, match=r"holds a 1x8 network .* not the requested 2x8"):
+        train(TrainConfig(data=[str(tmp_path / "shards")], out=str(tmp_path / "other"), blocks=2, filters=8,
+                          epochs=1, device="cpu", init=str(checkpoint)), progress=False)
+
+
+def test_weights_file_export_and_evaluation(tiny_network, tmp_path):
+    checkpoint, weights, onnx_path, _ = tiny_network
+    plain = torch.load(weights, weights_only=True)
+    assert plain["format"] == "hackmate-resnet" and plain["version"] == 1 and "optimizer" not in plain
+    from_weights = export_resnet(weights, tmp_path / "from-weights.onnx", command="again")
+    from evaluators.resnet import ResNetEvaluator
+    first, second = ResNetEvaluator(onnx_path), ResNetEvaluator(from_weights)
+    assert {k: v for k, v in first.metadata.items() if k != "command"} == \
+        {k: v for k, v in second.metadata.items() if k != "command"}
+    inputs = np.random.default_rng(1).integers(0, 2, (8, 18, 8, 8)).astype(np.float32)
+    for a, b in zip(first.run(inputs), second.run(inputs)):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    write_synthetic(tmp_path / "test", 30)
+    by_onnx, by_torch = evaluate_network(onnx_path, tmp_path / "test"), evaluate_network(weights, tmp_path / "test")
+    assert by_onnx["positions"] == 30 and 0 <= by_onnx["top1"] <= by_onnx["top3"] <= 1
+    for name in ("top1", "top3", "policy_kl", "value_loss", "value_mae"):
+        assert by_onnx[name] == pytest.approx(by_torch[name], abs=1e-4), name
+
+
+class Payload:
+    """What a malicious .pt would smuggle in: unpickling it would run code (here: create a file)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def test_files_that_are_not_weights_are_refused(tiny_network, tmp_path):
+    marker = tmp_path / "code-ran"
+    malicious = tmp_path / "malicious.pt"
+    torch.save({"format": "hackmate-resnet", "version": 1, "model": Payload(marker)}, malicious)
+    with pytest.raises(WeightsError, match="malicious.pt: not a PyTorch weights file"):
+        load_file(malicious)
+    assert not marker.exists()
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"definitely not a network")
+    with pytest.raises(WeightsError, match="junk.pt: not a PyTorch weights file"):
+        load_network(junk)
+    state = load_file(tiny_network[1])
+    torch.save({**state, "format": "someone-elses-net"}, tmp_path / "foreign.pt")
+    with pytest.raises(WeightsError, match="foreign.pt: format 'someone-elses-net'"):
+        load_network(tmp_path / "foreign.pt")
+    torch.save({"model": {}}, tmp_path / "partial.pt")
+    with pytest.raises(WeightsError, match="partial.pt: not a policy-value network file"):
+        load_network(tmp_path / "partial.pt")
+
+
+@needs_stockfish
+def test_gpu_recipe_at_toy_scale_then_the_engine_plays_with_its_network(tmp_path):
+    from tools.gpu_recipe import main
+    write_synthetic(tmp_path / "test", 10, start=200)
+    arguments = [str(FIXTURES / "games.pgn"), "--out", str(tmp_path / "out"), "--engine", stockfish_path(),
+                 "--nodes", "60", "--multipv", "3", "--per-game", "3", "--min-ply", "8", "--workers", "2",
+                 "--blocks", "1", "--filters", "8", "--epochs", "2", "--batch-size", "8", "--device", "cpu",
+                 "--test", str(tmp_path / "test"), "--deliver", str(tmp_path / "delivered"), "--minutes", "0.04"]
+    for _ in range(20):  # resumable steps of a few seconds each, until done
+        result = CliRunner().invoke(main, arguments)
+        assert result.exit_code == 0, result.output
+        if "recipe: done" in result.output:
+            break
+    assert "recipe: done" in result.output
+    report = json.loads((tmp_path / "delivered" / "report.json").read_text())
+    assert report["test"]["positions"] == 10 and len(report["history"]) == 2
+    assert report["labelling"][0]["summary"]["labelled now"] > 0
+    assert {p.name for p in (tmp_path / "delivered").iterdir()} == {"resnet.onnx", "resnet.pt", "report.json",
+                                                                    "curves.png"}
+    engine = chess.engine.SimpleEngine.popen_uci([sys.executable, "-m", "engine", "--eval", "resnet", "--weights",
+                                                  str(tmp_path / "delivered" / "resnet.onnx")], cwd=ROOT)
+    try:
+        board = chess.Board()
+        while not board.is_game_over(claim_draw=True) and board.ply() < 40:
+            move = engine.play(board, chess.engine.Limit(nodes=30)).move
+            assert move in board.legal_moves
+            board.push(move)
+    finally:
+        engine.quit()

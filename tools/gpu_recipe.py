@@ -1,0 +1,203 @@
+"""The GPU recipe (docs/gpu-recipe.md): label on every core, train on the GPU, in resumable steps.
+
+Each invocation does the next piece of work for at most ``--minutes`` and
+returns: Stockfish self-play games (if asked), labelling them and any given
+PGN/EPD files, training (``--resume``, stopping at a batch boundary), then
+export. Run the same command again until it prints ``recipe: done``. The
+folder ``--out`` then holds resnet.onnx, resnet.pt, report.json and curves.png;
+``--deliver DIR`` copies those (as far as they exist) there after every step.
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from training.__main__ import clear_errors
+
+DELIVERABLES = ("resnet.onnx", "resnet.pt", "report.json", "curves.png")
+
+
+def unpack_engine(engine: Path, out: Path) -> Path:
+    """An engine carried as ``.xz`` (Stockfish compresses to less than half) is unpacked into ``out`` once."""
+    if engine.suffix != ".xz":
+        return engine
+    target = out / engine.stem
+    if not target.exists():
+        temporary = target.with_name(target.name + ".tmp")
+        with lzma.open(engine) as packed, open(temporary, "wb") as unpacked:
+            shutil.copyfileobj(packed, unpacked)
+        temporary.chmod(0o755)
+        temporary.replace(target)
+    return target
+
+
+def run_bounded(command: list[str], seconds: float) -> bool:
+    """Run ``command`` in its own process group; True if it finished, False if it was stopped at ``seconds``."""
+    process = subprocess.Popen(command, start_new_session=True)
+    try:
+        process.wait(timeout=max(1.0, seconds))
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait()
+        return False
+    if process.returncode:
+        raise click.ClickException(f"{shlex.join(command)} failed with exit code {process.returncode}")
+    return True
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("sources", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Work and result folder.")
+@click.option("--engine", default="stockfish", show_default=True,
+              help="Labelling engine: a command, or a path such as .carry/stockfish (or .carry/stockfish.xz).")
+@click.option("--minutes", default=8.0, show_default=True, help="Time budget of this step.")
+@click.option("--deliver", type=click.Path(file_okay=False, path_type=Path),
+              help="Copy the deliverables here after this step (e.g. $OUT).")
+@click.option("--selfplay-games", default=0, show_default=True, help="Fresh Stockfish self-play games to label.")
+@click.option("--selfplay-nodes", default=2000, show_default=True)
+@click.option("--selfplay-random-plies", default=8, show_default=True)
+@click.option("--nodes", default=25000, show_default=True, help="Labelling nodes per position.")
+@click.option("--multipv", default=6, show_default=True)
+@click.option("--per-game", default=0, show_default=True, help="Positions labelled per game (0: all).")
+@click.option("--min-ply", default=0, show_default=True)
+@click.option("--workers", default=os.cpu_count() or 1, show_default=True, help="Labelling processes.")
+@click.option("--seed", default=1, show_default=True)
+@click.option("--data", "extra_data", multiple=True, type=click.Path(exists=True, path_type=Path),
+              help="More training data already labelled (shard directory, MultiPV file; repeatable).")
+@click.option("--test", "test_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Test set (shard directory): excluded from labelling and training, evaluated at the end.")
+@click.option("--init", default="", help="Fine-tune from this network (e.g. weights/resnet.pt).")
+@click.option("--blocks", default=6, show_default=True)
+@click.option("--filters", default=64, show_default=True)
+@click.option("--epochs", default=10, show_default=True)
+@click.option("--batch-size", default=1024, show_default=True)
+@click.option("--lr", default=2e-3, show_default=True)
+@click.option("--result-weight", default=0.0, show_default=True)
+@click.option("--device", default="auto", show_default=True)
+def main(**options) -> None:
+    """Label on all cores and train on the GPU in resumable steps of at most --minutes (see docs/gpu-recipe.md)."""
+    with clear_errors():
+        step(**options)
+
+
+def step(sources: tuple[Path, ...], out: Path, engine: str, minutes: float, deliver: Optional[Path],
+         selfplay_games: int, selfplay_nodes: int, selfplay_random_plies: int, nodes: int, multipv: int,
+         per_game: int, min_ply: int, workers: int, seed: int, extra_data: tuple[Path, ...],
+         test_dir: Optional[Path], init: str, blocks: int, filters: int, epochs: int, batch_size: int, lr: float,
+         result_weight: float, device: str) -> None:
+    """The next piece of work, within ``minutes``."""
+    from training.label import LabelConfig, label
+    from training.train import TrainConfig, train
+    from training.weights import load_file
+    deadline = time.monotonic() + minutes * 60
+    out.mkdir(parents=True, exist_ok=True)
+    status_path = out / "status.json"
+    status = json.loads(status_path.read_text()) if status_path.exists() else {}
+
+    def left() -> float:
+        return deadline - time.monotonic()
+
+    def finish_step(message: str) -> None:
+        status_path.write_text(json.dumps(status, indent=1))
+        if deliver:
+            deliver.mkdir(parents=True, exist_ok=True)
+            for name in DELIVERABLES:
+                if (out / name).exists():
+                    shutil.copy(out / name, deliver / name)
+        click.echo(f"recipe: {message}")
+
+    engine_path = unpack_engine(Path(engine), out) if Path(engine).exists() else shutil.which(engine) \
+        or shutil.which(engine, path="/usr/games")
+    if not engine_path:
+        raise click.ClickException(f"engine not found: {engine}")
+    labels = out / "labels"
+    sources = tuple(sources)
+    if selfplay_games:
+        pgn = out / f"selfplay-s{seed}-g{selfplay_games}-n{selfplay_nodes}.pgn"
+        if not status.get("selfplay"):
+            finished = run_bounded([sys.executable, "-m", "training", "selfplay", "--out", str(pgn),
+                                    "--engine", str(engine_path), "--games", str(selfplay_games),
+                                    "--nodes", str(selfplay_nodes), "--random-plies", str(selfplay_random_plies),
+                                    "--workers", str(workers), "--seed", str(seed)], left())
+            if not finished:
+                return finish_step("self-play stopped at the time budget: run the same command again")
+            status["selfplay"] = True
+        sources += (pgn,)
+    if sources and not status.get("labelled"):
+        summary = label(LabelConfig(sources=list(sources), out=labels, engine=str(engine_path), nodes=nodes,
+                                    multipv=multipv, workers=workers, seed=seed, min_ply=min_ply, per_game=per_game,
+                                    exclude=[test_dir] if test_dir else [], max_minutes=max(0.01, left() / 60)),
+                        command_line=shlex.join(sys.argv))
+        if summary.stopped:
+            return finish_step("labelling stopped at the time budget: run the same command again")
+        status["labelled"] = True
+    data = [str(labels)] if sources else []
+    for source in extra_data:
+        data.append(str(source if source.is_dir() else import_once(source, out, status)))
+        status_path.write_text(json.dumps(status, indent=1))
+    if not data:
+        raise click.UsageError("nothing to train on: give PGN/EPD sources, --selfplay-games or --data")
+    run_dir = out / "run"
+    if not status.get("trained"):
+        checkpoint = train(TrainConfig(data=data, out=str(run_dir), blocks=blocks, filters=filters, epochs=epochs,
+                                       batch_size=batch_size, lr=lr, result_weight=result_weight, device=device,
+                                       resume=True, init=init, exclude=[str(test_dir)] if test_dir else [],
+                                       max_minutes=max(0.01, left() / 60)))
+        if load_file(checkpoint)["epoch"] < epochs:
+            return finish_step("training stopped at the time budget: run the same command again")
+        status["trained"] = True
+    finish(out, run_dir, test_dir, init)
+    status["done"] = True
+    finish_step(f"done: {', '.join(str(out / name) for name in DELIVERABLES)}")
+
+
+def import_once(source: Path, out: Path, status: dict) -> Path:
+    """A MultiPV file converted once into a shard directory in ``out`` (converting on every step costs minutes)."""
+    from evaluators.encoding import get_encoding
+    from training import shards
+    target = out / ("imported-" + source.name.split(".")[0])
+    if not status.get(f"imported {source.name}"):
+        shutil.rmtree(target, ignore_errors=True)  # an import interrupted last time
+        temperature = shards.DEFAULT_TEMPERATURE
+        arrays = shards.from_jsonl(source, get_encoding("planes18"), temperature)
+        shards.write_dir(arrays, target, get_encoding("planes18"), shards.jsonl_labeller(source, temperature),
+                         source.name)
+        status[f"imported {source.name}"] = True
+    return target
+
+
+def finish(out: Path, run_dir: Path, test_dir: Optional[Path], init: str) -> None:
+    """Export ONNX and weights, evaluate on the test set (and the starting network), write the report."""
+    from training.evaluate import evaluate_network
+    from training.export import export_resnet
+    from training.weights import load_file, save_weights, weights_of
+    state = load_file(run_dir / "checkpoint.pt")
+    save_weights(weights_of(state), out / "resnet.pt")
+    export_resnet(run_dir / "checkpoint.pt", out / "resnet.onnx", command=shlex.join(sys.argv))
+    shutil.copy(run_dir / "curves.png", out / "curves.png")
+    report = {"command": shlex.join(sys.argv), "network": state["shape"], "training": state["config"],
+              "data": state["meta"]["sources"], "history": state["history"]}
+    labels_meta = out / "labels" / "meta.json"
+    if labels_meta.exists():
+        report["labelling"] = json.loads(labels_meta.read_text())["runs"]
+    if test_dir:
+        report["test"] = evaluate_network(out / "resnet.onnx", test_dir)
+        if init:
+            report["test_init"] = evaluate_network(Path(init), test_dir)
+    (out / "report.json").write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""int8 static quantisation of a ResNet policy-value network, and the measurement that decides whether it may
+replace fp32: top-move agreement and value error on real positions, and network speed on this CPU.
+
+The engine plays fp32 by default. A quantised file has the same inputs, outputs and metadata, so it is tried
+with ``--weights OUT.onnx`` (or ``setoption name Weights``). The rule for making it the default: faster here,
+and the policy's top legal move the same as fp32's on at least 99% of 10,000 real positions (docs/bench.md has
+the figures for the shipped network). Needs the training extra (the ``onnx`` package).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import chess
+import chess.pgn
+import click
+import numpy as np
+
+#: The layers that stay fp32 by default: the policy's last convolution and the value head's dense layers
+#: (quantising the policy head alone cost 8 points of top-move agreement on the shipped 6x64 network).
+HEAD_NODES = ("/policy/policy.3/Conv", "/value/value.4/Gemm", "/value/value.6/Gemm")
+
+
+def pgn_positions(path: Path, count: int, skip_plies: int = 8) -> list[chess.Board]:
+    """Up to ``count`` positions of the games in ``path``, every ply after the first ``skip_plies``."""
+    boards: list[chess.Board] = []
+    with open(path) as handle:
+        while len(boards) < count and (game := chess.pgn.read_game(handle)) is not None:
+            board = game.board()
+            for ply, move in enumerate(game.mainline_moves()):
+                board.push(move)
+                if ply >= skip_plies and not board.is_game_over():
+                    boards.append(board.copy(stack=False))
+    return boards[:count]
+
+
+def quantize(network: Path, out: Path, calibration: list[chess.Board], keep_heads: bool = True) -> None:
+    """Per-channel QDQ int8 weights, uint8 activations calibrated (min/max) on ``calibration``."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    from evaluators.resnet import ResNetEvaluator
+    encoding = ResNetEvaluator(network).encoding
+    batches = [np.stack([encoding.encode(board) for board in calibration[i:i + 64]])
+               for i in range(0, len(calibration), 64)]
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.pending = iter(batches)
+
+        def get_next(self):
+            batch = next(self.pending, None)
+            return None if batch is None else {"planes": batch}
+
+    prepared = out.with_suffix(".pre.onnx")
+    quant_pre_process(str(network), str(prepared), skip_symbolic_shape=True)
+    try:
+        quantize_static(str(prepared), str(out), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                        nodes_to_exclude=list(HEAD_NODES) if keep_heads else [])
+    finally:
+        prepared.unlink(missing_ok=True)
+
+
+def outputs(network: Path, boards: list[chess.Board]) -> tuple[list[int], np.ndarray]:
+    """Each position's top legal move (policy slot) and value W - L, by one network file."""
+    from evaluators.resnet import ResNetEvaluator
+    evaluator = ResNetEvaluator(network)
+    tops, values = [], []
+    for start in range(0, len(boards), 256):
+        for evaluation in evaluator.evaluate_batch(boards[start:start + 256]):
+            priors = evaluation.priors or {}
+            tops.append(max(priors, key=priors.__getitem__).uci() if priors else "")
+            values.append(evaluation.value)
+    return tops, np.array(values)
+
+
+def throughput(network: Path, threads: int, batch: int = 16, seconds: float = 2.0) -> float:
+    """Positions per second of the bare network at ``batch``, as bench measures it."""
+    from engine.bench import network_rate
+    from evaluators.resnet import ResNetEvaluator
+    return network_rate(ResNetEvaluator(network), threads, batch, seconds)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("network", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="The int8 ONNX file.")
+@click.option("--calibration", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
+              help="PGN whose positions calibrate the activation ranges (training-like games).")
+@click.option("--positions", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True,
+              help="PGN of held-out games for the agreement measurement.")
+@click.option("--calibration-count", default=1000, show_default=True)
+@click.option("--count", default=10000, show_default=True, help="Positions compared.")
+@click.option("--keep-heads/--quantize-heads", default=True, show_default=True,
+              help="Keep the policy and value heads' last layers in fp32.")
+def main(network: Path, out: Path, calibration: Path, positions: Path, calibration_count: int, count: int,
+         keep_heads: bool) -> None:
+    """Quantise NETWORK to int8 and compare it with NETWORK: agreement, value error, speed at batch 16."""
+    quantize(network, out, pgn_positions(calibration, calibration_count), keep_heads)
+    boards = pgn_positions(positions, count)
+    reference_tops, reference_values = outputs(network, boards)
+    tops, values = outputs(out, boards)
+    agreement = np.mean([a == b for a, b in zip(reference_tops, tops)])
+    error = np.abs(values - reference_values)
+    click.echo(f"{out}: top move as fp32's on {100 * agreement:.2f}% of {len(boards)} positions of {positions.name}; "
+               f"value |int8 - fp32| mean {error.mean():.4f}, 99th percentile {np.percentile(error, 99):.4f}, "
+               f"max {error.max():.4f}")
+    for threads in (1, 2):
+        started = time.perf_counter()
+        fp32, int8 = throughput(network, threads), throughput(out, threads)
+        click.echo(f"batch 16, {threads} thread{'s' if threads > 1 else ''}: fp32 {fp32:.0f} positions/s, "
+                   f"int8 {int8:.0f} ({int8 / fp32:.2f}x; {time.perf_counter() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,327 @@
+"""DQN after Narang, Mirza and Dast Parvadeh, "Hybrid Chess AI: Learning from Humans and Self-Play".
+
+A Q-network (the ResNet trunk of training.model and one Q-value per move slot
+of the 4672 layout) learns from a replay buffer pre-filled with expert
+transitions from PGN games and then filled by epsilon-greedy self-play
+(epsilon falling linearly from 1.0 to 0.01). Illegal moves are masked when a
+move is chosen and in the max of the TD target; the target network is synced
+every ``target_sync`` updates. Every few thousand plies the greedy network
+plays a few games against a random mover, so the curves show whether it
+learns. Rerunning the command resumes from the run directory's checkpoint and
+replay buffer; the exported ONNX file is what ``--eval dqn`` plays with.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import chess
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from evaluators.dqn import KIND
+from evaluators.encoding import Encoding, get_encoding
+from evaluators.moves import POLICY_SIZE
+from evaluators.onnx_model import KIND_KEY
+from training.model import ResidualBlock
+from training.rl.arena import Mover, RandomMover, play_game, white_score
+from training.rl.history import save_history
+from training.rl.replay import (ReplayBuffer, State, expert_transitions, game_transitions, observe, unpack_bits,
+                                white_material)
+from training.train import pick_device, unpack_planes
+
+FORMAT = "hackmate-dqn"
+ENCODING = "planes18"
+
+
+class QNetwork(nn.Module):
+    """Stem, residual blocks and a convolutional head of 73 planes x 64 squares = one Q-value per move slot."""
+
+    def __init__(self, planes: int, blocks: int = 2, filters: int = 32) -> None:
+        super().__init__()
+        self.shape = {"planes": planes, "blocks": blocks, "filters": filters}
+        self.stem = nn.Sequential(nn.Conv2d(planes, filters, 3, padding=1, bias=False),
+                                  nn.BatchNorm2d(filters), nn.ReLU())
+        self.tower = nn.Sequential(*(ResidualBlock(filters) for _ in range(blocks)))
+        self.q = nn.Sequential(nn.Conv2d(filters, filters, 3, padding=1, bias=False), nn.BatchNorm2d(filters),
+                               nn.ReLU(), nn.Conv2d(filters, 73, 3, padding=1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Q-values (N, 4672) from the side to move's point of view."""
+        return self.q(self.tower(self.stem(x))).flatten(1)
+
+
+def td_targets(next_q: torch.Tensor, next_legal: torch.Tensor, reward: torch.Tensor, done: torch.Tensor,
+               gamma: float) -> torch.Tensor:
+    """r + gamma * max over the next state's legal moves of the target network's Q (r alone when done)."""
+    best = next_q.masked_fill(~next_legal, -torch.inf).max(dim=1).values
+    best = torch.where(done | ~next_legal.any(dim=1), torch.zeros_like(best), best)
+    return reward + gamma * best
+
+
+def td_loss(q: torch.Tensor, action: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Huber loss between Q(s, a) of the moves played and their TD targets."""
+    return F.smooth_l1_loss(q.gather(1, action.unsqueeze(1)).squeeze(1), target)
+
+
+@dataclass
+class DQNConfig:
+    out: str
+    expert_pgn: list[str] = field(default_factory=list)
+    expert_transitions: int = 50_000
+    steps: int = 100_000  # self-play plies
+    epsilon_start: float = 1.0
+    epsilon_end: float = 0.01
+    epsilon_steps: int = 50_000
+    buffer: int = 100_000
+    batch_size: int = 64
+    lr: float = 1e-4
+    gamma: float = 0.99
+    target_sync: int = 500
+    train_every: int = 4
+    reward: str = "result"  # result | material
+    blocks: int = 2
+    filters: int = 32
+    random_plies: int = 4
+    max_plies: int = 300
+    eval_every: int = 10_000
+    eval_games: int = 10
+    checkpoint_every: int = 10_000
+    device: str = "auto"
+    threads: int = 1  # torch CPU threads: a small network acts one position at a time, where threads only cost
+    seed: int = 1
+
+
+def epsilon_at(step: int, config: DQNConfig) -> float:
+    """Linear decay from epsilon_start to epsilon_end over epsilon_steps self-play plies."""
+    fraction = min(1.0, step / max(1, config.epsilon_steps))
+    return config.epsilon_start + fraction * (config.epsilon_end - config.epsilon_start)
+
+
+class GreedyQMover(Mover):
+    """The training network alone: the legal move with the highest Q-value."""
+
+    def __init__(self, model: QNetwork, encoding: Encoding, device: torch.device) -> None:
+        self.model, self.encoding, self.device, self.name = model, encoding, device, "dqn"
+
+    def choose(self, board: chess.Board) -> chess.Move:
+        state = observe(board, self.encoding)
+        return state.moves[best_legal(self.model, state, self.device)]
+
+
+@torch.no_grad()
+def best_legal(model: QNetwork, state: State, device: torch.device) -> int:
+    """Index into ``state.moves`` of the legal move with the highest Q-value."""
+    model.eval()
+    planes = torch.from_numpy(state.planes[None]).to(device)
+    rule50 = torch.tensor([state.rule50], dtype=torch.uint8, device=device)
+    q = model(unpack_planes(planes, rule50, len(state.planes) // 8))[0]
+    return int(q[torch.from_numpy(state.indices).to(device)].argmax())
+
+
+class Trainer:
+    """The state of a run: networks, optimiser, buffer, counters and history, saved and resumed together."""
+
+    def __init__(self, config: DQNConfig) -> None:
+        self.config = config
+        self.out = Path(config.out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.device = pick_device(config.device)
+        if self.device.type == "cpu":
+            torch.set_num_threads(config.threads)
+        self.encoding = get_encoding(ENCODING)
+        torch.manual_seed(config.seed)
+        self.model = QNetwork(self.encoding.planes, config.blocks, config.filters).to(self.device)
+        self.target = copy.deepcopy(self.model).eval()
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.lr)
+        self.counters = {"step": 0, "updates": 0, "games": 0, "seconds": 0.0}
+        self.history: list[dict] = []
+        self.losses: list[float] = []
+        self.buffer = ReplayBuffer(config.buffer, self.encoding.binary_planes * 8)
+        self.rng = np.random.default_rng(config.seed)
+        self.random = random.Random(config.seed)
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.out / "checkpoint.pt"
+
+    def resume(self) -> bool:
+        """Load the run directory's checkpoint and buffer if there are both; True if so."""
+        replay = self.out / "replay.npz"
+        if not (self.checkpoint.exists() and replay.exists()):
+            return False
+        state = torch.load(self.checkpoint, map_location=self.device, weights_only=True)
+        if state.get("format") != FORMAT or state["shape"] != self.model.shape:
+            raise ValueError(f"{self.checkpoint}: a {state.get('format')} checkpoint of shape {state.get('shape')}, "
+                             f"not a {FORMAT} of shape {self.model.shape}: use another --out or the same sizes")
+        self.model.load_state_dict(state["model"])
+        self.target.load_state_dict(state["target"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.counters, self.history = state["counters"], state["history"]
+        self.buffer = ReplayBuffer.load(replay, self.config.buffer)
+        self.rng = np.random.default_rng(self.config.seed + self.counters["step"])
+        self.random = random.Random(self.config.seed + self.counters["step"])
+        return True
+
+    def prefill(self, progress: bool) -> None:
+        """Put the expert transitions of the PGN files into the buffer."""
+        if not self.config.expert_pgn or not self.config.expert_transitions:
+            return
+        from tqdm import tqdm
+        limit = min(self.config.expert_transitions, self.config.buffer)
+        with tqdm(total=limit, desc="expert transitions", unit="move", disable=not progress) as bar:
+            for transitions in expert_transitions([Path(p) for p in self.config.expert_pgn], self.encoding, limit,
+                                                  self.config.reward == "material"):
+                self.buffer.add(transitions, expert=True)
+                bar.update(len(transitions["action"]))
+
+    def update(self) -> None:
+        """One gradient step on a batch from the buffer; syncs the target network every target_sync steps."""
+        config = self.config
+        sample = self.buffer.sample(config.batch_size, self.rng)
+        batch = {name: torch.from_numpy(values).to(self.device) for name, values in sample.items()}
+        planes = self.encoding.binary_planes
+        with torch.no_grad():
+            next_q = self.target(unpack_planes(batch["next_state"], batch["next_rule50"], planes))
+            targets = td_targets(next_q, unpack_bits(batch["next_legal"], POLICY_SIZE), batch["reward"],
+                                 batch["done"], config.gamma)
+        self.model.train()
+        q = self.model(unpack_planes(batch["state"], batch["rule50"], planes))
+        loss = td_loss(q, batch["action"].long(), targets)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 10.0)
+        self.optimizer.step()
+        self.losses.append(loss.item())
+        self.counters["updates"] += 1
+        if self.counters["updates"] % config.target_sync == 0:
+            self.target.load_state_dict(self.model.state_dict())
+
+    def self_play_game(self) -> None:
+        """One epsilon-greedy game of the network against itself; its transitions go into the buffer."""
+        config = self.config
+        board = chess.Board()
+        states: list[State] = []
+        actions: list[int] = []
+        score: Optional[float] = None
+        while len(actions) < config.max_plies:
+            score = white_score(board)
+            if score is not None:
+                break
+            state = observe(board, self.encoding)
+            explore = len(actions) < config.random_plies or self.random.random() < epsilon_at(
+                self.counters["step"], config)
+            choice = (self.random.randrange(len(state.moves)) if explore
+                      else best_legal(self.model, state, self.device))
+            states.append(state)
+            actions.append(int(state.indices[choice]))
+            board.push(state.moves[choice])
+            self.counters["step"] += 1
+            if len(self.buffer) >= config.batch_size and self.counters["step"] % config.train_every == 0:
+                self.update()
+        self.buffer.add(game_transitions(states, actions, white_material(board), 0.5 if score is None else score,
+                                         config.reward == "material"))
+        self.counters["games"] += 1
+
+    def evaluate(self, games: int) -> dict:
+        """The greedy network against a random mover, colours alternating: its wins, draws and losses."""
+        mover = GreedyQMover(self.model, self.encoding, self.device)
+        tally = {"eval_wins": 0, "eval_draws": 0, "eval_losses": 0}
+        for game in range(games):
+            opponent = RandomMover(self.config.seed * 7919 + self.counters["step"] + game)
+            white, black = (mover, opponent) if game % 2 == 0 else (opponent, mover)
+            score = play_game(white, black, chess.Board(), self.config.max_plies).white_score
+            score = score if game % 2 == 0 else 1 - score
+            tally[{1.0: "eval_wins", 0.5: "eval_draws", 0.0: "eval_losses"}[score]] += 1
+        return tally
+
+    def log(self, started: float, evaluate: bool) -> dict:
+        record = {"step": self.counters["step"], "updates": self.counters["updates"], "games": self.counters["games"],
+                  "epsilon": epsilon_at(self.counters["step"], self.config),
+                  "td_loss": float(np.mean(self.losses)) if self.losses else None,
+                  "buffer": len(self.buffer), "expert_share": self.buffer.expert_share(),
+                  "seconds": self.counters["seconds"] + time.time() - started}
+        if evaluate and self.config.eval_games:
+            record.update(self.evaluate(self.config.eval_games))
+            record["eval_score"] = (record["eval_wins"] + 0.5 * record["eval_draws"]) / self.config.eval_games
+        self.losses = []
+        self.history.append(record)
+        return record
+
+    def save(self, started: float, command: str) -> Path:
+        """Checkpoint, buffer, history, curves and the ONNX export, all for the same moment."""
+        counters = {**self.counters, "seconds": self.counters["seconds"] + time.time() - started}
+        temporary = self.checkpoint.with_name("checkpoint.pt.tmp")
+        torch.save({"format": FORMAT, "version": 1, "model": self.model.state_dict(),
+                    "target": self.target.state_dict(), "optimizer": self.optimizer.state_dict(),
+                    "shape": self.model.shape, "encoding": ENCODING, "counters": counters,
+                    "history": self.history, "config": asdict(self.config)}, temporary)
+        temporary.replace(self.checkpoint)
+        self.buffer.save(self.out / "replay.npz")
+        save_history(self.history, self.out, "step", {"TD loss": ["td_loss"],
+                                                      "exploration": ["epsilon", "expert_share"],
+                                                      "greedy vs random mover": ["eval_score"]})
+        return export_dqn(self.checkpoint, self.out / "dqn.onnx", command)
+
+
+def train_dqn(config: DQNConfig, progress: bool = True, command: str = "") -> Path:
+    """Run (or resume) DQN training; returns the exported ONNX file (also written at every checkpoint)."""
+    from tqdm import tqdm
+    trainer = Trainer(config)
+    if trainer.resume():
+        print(f"resuming {trainer.checkpoint} at self-play ply {trainer.counters['step']}")
+    else:
+        trainer.prefill(progress)
+    started = time.time()
+    step = trainer.counters["step"]
+    next_log = (step // 1000 + 1) * 1000
+    next_eval = (step // config.eval_every + 1) * config.eval_every if config.eval_every else None
+    next_save = (step // config.checkpoint_every + 1) * config.checkpoint_every
+    with tqdm(total=config.steps, initial=step, desc="self-play plies", unit="ply", disable=not progress) as bar:
+        while trainer.counters["step"] < config.steps:
+            trainer.self_play_game()
+            step = trainer.counters["step"]
+            bar.update(step - bar.n)
+            if step >= next_log or step >= config.steps:
+                evaluate = next_eval is not None and (step >= next_eval or step >= config.steps)
+                record = trainer.log(started, evaluate)
+                bar.set_postfix_str(f"loss {record['td_loss'] or 0:.4f} eps {record['epsilon']:.2f}"
+                                    + (f" vs random {record['eval_score']:.2f}" if evaluate else ""))
+                next_log = (step // 1000 + 1) * 1000
+                if evaluate:
+                    print(json.dumps(record))
+                    next_eval = (step // config.eval_every + 1) * config.eval_every
+            if step >= next_save and step < config.steps:
+                trainer.save(started, command)
+                next_save = (step // config.checkpoint_every + 1) * config.checkpoint_every
+    return trainer.save(started, command)
+
+
+def load_q_network(path: Path) -> tuple[QNetwork, dict]:
+    """(network in eval mode, checkpoint dictionary) of a DQN checkpoint."""
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        raise ValueError(f"{path} is not a DQN checkpoint (format {FORMAT})")
+    model = QNetwork(**state["shape"])
+    model.load_state_dict(state["model"])
+    return model.eval(), state
+
+
+def export_dqn(checkpoint: Path, out: Path, command: str = "") -> Path:
+    """DQN checkpoint -> ONNX Q-network with the metadata evaluators.dqn checks."""
+    from training.export import export_module
+    model, state = load_q_network(checkpoint)
+    encoding = get_encoding(state["encoding"])
+    last_eval = next((h for h in reversed(state["history"]) if "eval_score" in h), {})
+    metadata = {KIND_KEY: KIND, "encoding": encoding.name, "policy_layout": "az-8x8x73", "value_head": "q",
+                "network": state["shape"], "training": {**state["counters"], **last_eval},
+                "training_config": state["config"], "command": command}
+    return export_module(model, (torch.zeros(1, encoding.planes, 8, 8),), out, ["planes"], ["q"], metadata)

@@ -1,0 +1,83 @@
+"""Policy-value network files: training checkpoints and shipped weights (weights/resnet.pt).
+
+A weights file is ``{"format": "hackmate-resnet", "version": 1, "shape": {...},
+"model": state_dict, "meta": {"encoding": ..., "sources": [...]}, "config": {...},
+"history": [...]}``: a checkpoint without optimiser state or resume position.
+Weights are files people download from strangers, so every file is read with
+``torch.load(weights_only=True)`` (tensors and plain containers only, never
+arbitrary objects) and checked against what it claims to be before use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from training.model import PolicyValueNet
+
+FORMAT = "hackmate-resnet"
+VERSION = 1
+#: Keys of a weights file (a training checkpoint has these and its optimiser state and position).
+KEYS = ("shape", "model", "meta", "config", "history")
+
+
+class WeightsError(ValueError):
+    """A network file that is not what it claims to be, or not the network asked for."""
+
+
+def load_file(path: Path, device: str | torch.device = "cpu") -> dict:
+    """The dictionary saved in ``path``, refusing anything but tensors and plain containers."""
+    try:
+        state = torch.load(path, map_location=device, weights_only=True)
+    except FileNotFoundError:
+        raise WeightsError(f"{path}: no such file") from None
+    except Exception as error:  # torch.load fails in many ways on a file that is not what it claims
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise WeightsError(f"{path}: not a PyTorch weights file, or one holding more than weights ({first_line})") \
+            from None
+    missing = [key for key in KEYS if not isinstance(state, dict) or key not in state]
+    if missing:
+        raise WeightsError(f"{path}: not a policy-value network file (missing {', '.join(missing)})")
+    if "format" in state and (state["format"] != FORMAT or state.get("version") != VERSION):
+        raise WeightsError(f"{path}: format {state['format']!r} version {state.get('version')!r}, "
+                           f"expected {FORMAT!r} version {VERSION}")
+    return state
+
+
+def describe(shape: dict) -> str:
+    return f"{shape.get('blocks')}x{shape.get('filters')} network with {shape.get('planes')} input planes"
+
+
+def load_network(path: Path, expect: Optional[dict] = None, device: str | torch.device = "cpu"
+                 ) -> tuple[PolicyValueNet, dict]:
+    """(network in eval mode, file dictionary) of a checkpoint or weights file.
+
+    ``expect`` (a subset of the shape: planes, blocks, filters, value_hidden) must match the file's shape.
+    """
+    state = load_file(path, device)
+    shape = state["shape"]
+    if expect and any(shape.get(key) != value for key, value in expect.items()):
+        raise WeightsError(f"{path} holds a {describe(shape)}, not the requested {describe({**shape, **expect})}")
+    try:
+        model = PolicyValueNet(**shape)
+        model.load_state_dict(state["model"])
+    except (TypeError, RuntimeError) as error:
+        raise WeightsError(f"{path}: its weights do not fit its declared shape {shape} ({error})") from None
+    model.to(device).eval()
+    return model, state
+
+
+def weights_of(state: dict) -> dict:
+    """The shipped-weights dictionary of a checkpoint (or weights) dictionary: no optimiser, no position."""
+    return {"format": FORMAT, "version": VERSION, **{key: state[key] for key in KEYS}}
+
+
+def save_weights(weights: dict, out: Path) -> Path:
+    """Write a weights dictionary (temporary name, then rename)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    temporary = out.with_name(out.name + ".tmp")
+    torch.save(weights, temporary)
+    temporary.replace(out)
+    return out
