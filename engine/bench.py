@@ -51,7 +51,7 @@ DEFAULT_HASH_MB = next(option.default for option in ENGINE_OPTIONS if option.nam
 
 def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: Optional[str] = None,
               nodes: Optional[int] = None, out: Callable[[str], None] = print, threads: int = 1,
-              options: Optional[dict[str, Any]] = None) -> tuple[int, float]:
+              options: Optional[dict[str, str]] = None) -> tuple[int, float]:
     """Search every bench position; prints per-position lines and a summary; returns (nodes, seconds).
 
     ``options``: tuning options of the evaluator or search, UCI name to UCI value (as `setoption` has them).
@@ -67,7 +67,8 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
         if option is None:
             raise OptionError(f"{evaluator_name}+{search_name} has no option {name!r}")
         value = option.parse(raw)
-        evaluator.set_option(option.name, value) or search.set_option(option.name, value)
+        if not evaluator.set_option(option.name, value):
+            search.set_option(option.name, value)
     budget = nodes or DEFAULT_NODES[search_name]
     total_nodes, total_time = 0, 0.0
     for index, fen in enumerate(BENCH_FENS, 1):
@@ -90,7 +91,9 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
         out(f"info string network raw throughput (batch {batch}): " +
             ", ".join(f"{int(rate)} positions/second with {count} thread{'s' if count > 1 else ''}"
                       for count, rate in rates.items()) + f"; best {int(best)}")
-        out(f"info string {search_name} nodes/second {nps} = {100 * nps / best:.0f}% of the best raw throughput")
+        if hasattr(search, "batch_size"):  # a search that batches its leaves for the network
+            out(f"info string {search_name} nodes/second {nps} = {100 * nps / best:.0f}% of the best raw "
+                f"throughput")
     if hasattr(network, "incremental"):
         for incremental in (True, False):
             out(f"info string comparator features/second {'with' if incremental else 'without'} incremental "

@@ -34,10 +34,11 @@ DEFAULT_MOVES_TO_GO = 30
 MAX_FRACTION_OF_CLOCK = 0.25
 #: Smallest budget in normal play, so that at least a shallow search completes.
 MIN_BUDGET_S = 0.01
-#: Below this much clock (after the overhead) the engine is in low-clock mode: a few multiples of what a
-#: move costs it whatever the budget (its fixed cost, about 5-10 ms on a loaded 2-core machine, see
-#: docs/bench.md), so a move gets no more than half the increment and the search has no extension.
-LOW_CLOCK_S = 0.1
+#: Below this much clock (after the overhead) the engine is in low-clock mode: a move gets no more than half
+#: the increment, so that the clock hovers about here. The reserve is for stalls, not for thinking: a move's
+#: fixed cost is 5-10 ms, but on a 2-core machine loaded three times over an answer now and then came
+#: 100-150 ms late (the process waiting for a core), which a reserve of 100 ms did not survive at 1+0.01.
+LOW_CLOCK_S = 0.25
 
 
 def allocate(params: GoParams, white_to_move: bool, move_overhead_ms: int, ply: int = 0

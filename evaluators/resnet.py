@@ -34,7 +34,8 @@ KIND = "resnet-policy-value"
 @functools.lru_cache(maxsize=None)
 def _slot_tables() -> tuple[list[int], list[int]]:
     """Policy slot of every (from, to) move by colour (index 0: Black, 1: White; -1: no such move), queen
-    promotions included: ``_slot_tables()[turn][from << 6 | to]``. Built at the first use (20 ms), not at `uci`."""
+    promotions included: ``_slot_tables()[turn][from << 6 | to]``. Built when a network loads (20 ms), not at
+    `uci`."""
     tables = []
     for turn in (chess.BLACK, chess.WHITE):
         table = [-1] * 4096
@@ -81,6 +82,8 @@ class ResNetEvaluator(Evaluator):
                             f"head {metadata.get('value_head')!r} (expected az-8x8x73 and wdl)")
         self._metadata, self._encoding = metadata, get_encoding(encoding_name)
         self._session = session
+        _slot_tables()
+        self.evaluate(chess.Board())  # onnxruntime sizes its buffers at the first run: here, not in a timed move
 
     @property
     def session(self) -> Any:

@@ -10,7 +10,9 @@ more) the search gathers and prepares the next minibatch while the network
 evaluates the previous one; otherwise it waits for each, interruptibly, so
 that `stop` and the hard deadline are answered within milliseconds either way.
 Results are backed up in the order the batches were sent, so node counts for
-a node budget are the same from run to run, overlapped or not.
+a node budget are the same from run to run, overlapped or not. With a clock,
+no minibatch is sent that would likely come back after the hard deadline
+(a moving average of the network's seconds per position says so).
 
 Unvisited children get a first-play-urgency value below the parent's;
 positions decided by rule, by the tablebases or by a mate in one are scored
@@ -113,12 +115,14 @@ def code_move(code: int) -> chess.Move:
 class Batch:
     """Leaves sent to the evaluator together: their paths (holding virtual loss) and requests."""
 
-    __slots__ = ("paths", "requests", "future")
+    __slots__ = ("paths", "requests", "future", "sent")
 
     def __init__(self) -> None:
         self.paths: list[list[Node]] = []
         self.requests: list[Request] = []
         self.future: Optional[Future] = None
+        #: When the batch went to the network (time.monotonic()).
+        self.sent = 0.0
 
 
 class PuctSearch(Search):
@@ -154,6 +158,9 @@ class PuctSearch(Search):
         self.node_budget = self._budget(self.hash_mb)
         self._said_full = False
         self._executor: Optional[ThreadPoolExecutor] = None
+        #: Seconds per position from sending a batch to its result (a moving average): no batch is sent that
+        #: would come back after the hard deadline.
+        self.network_seconds = 0.0
 
     # ---------------------------------------------------------------- memory
 
@@ -232,8 +239,13 @@ class PuctSearch(Search):
         extended = False
         try:
             while True:
-                batch = self._gather(board, root, sum(len(sent.requests) for sent in on_the_way))
+                queued = sum(len(sent.requests) for sent in on_the_way)
+                batch = self._gather(board, root, queued)
                 if batch.requests:
+                    if not self._in_time(len(batch.requests) + queued):
+                        self._abandon(batch)  # it would come back after the hard deadline: not worth sending
+                        break
+                    batch.sent = time.monotonic()
                     if inference is None:
                         self.evaluator.infer(batch.requests)
                     else:
@@ -415,6 +427,8 @@ class PuctSearch(Search):
                 except TimeoutError:
                     if control.stopped(self.nodes):
                         return False
+        seconds = (time.monotonic() - batch.sent) / len(batch.requests)
+        self.network_seconds += (seconds - self.network_seconds) / 4  # a moving average of recent batches
         paths, batch.paths = batch.paths, []
         for path in paths:
             for n in path:
@@ -422,6 +436,11 @@ class PuctSearch(Search):
         for path, evaluation in zip(paths, self.evaluator.finish(batch.requests)):
             self._settle(path, evaluation)
         return True
+
+    def _in_time(self, leaves: int) -> bool:
+        """True when the network can likely evaluate ``leaves`` more positions before the hard deadline."""
+        deadline = self.control.hard_deadline
+        return deadline is None or time.monotonic() + leaves * self.network_seconds < deadline
 
     def _abandon(self, batch: Batch) -> None:
         """Give up a batch on its way (the search stops): its paths lose their virtual loss, its result is dropped."""

@@ -10,6 +10,7 @@ import chess
 import pytest
 
 from engine.backends import apply_hash, build_evaluator, build_search
+from engine.timeman import GoParams, allocate
 from evaluators.base import Evaluation, EvaluatorWrapper, unwrap
 from evaluators.material import CHECK_BONUS_CP, PST, MaterialEvaluator, PstEvaluator
 from evaluators.rules import PIECE_VALUES, checking_moves
@@ -216,6 +217,14 @@ def test_low_clock_moves_answer_well_within_the_clock():
             break
     assert slowest < 0.08, f"slowest reply {slowest * 1000:.0f} ms with 100 ms on the clock"
     engine.close()
+
+
+def test_low_clock_mode_spends_at_most_half_the_increment():
+    soft, hard = allocate(GoParams(wtime=250, btime=250, winc=10, binc=10), True, 50)
+    assert soft == hard <= 0.005
+    assert allocate(GoParams(wtime=40, btime=40), True, 50) == (0.0, 0.0)  # past the overhead: answer at once
+    soft, hard = allocate(GoParams(wtime=400, btime=400, winc=10, binc=10), True, 50)
+    assert 0.005 < soft < hard  # above the reserve: the usual budget
 
 
 def test_move_overhead_is_kept_back():
