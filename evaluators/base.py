@@ -244,6 +244,21 @@ class Comparator(Configurable, ABC):
     def prefers_first(self, first: Any, second: Any) -> float:
         """Probability in [0, 1] that ``first`` is better for White than ``second``."""
 
+    def prefers_first_many(self, firsts: Sequence[Any], second: Any) -> Sequence[float]:
+        """:meth:`prefers_first` of each of ``firsts`` against ``second`` (networks batch it)."""
+        return [self.prefers_first(first, second) for first in firsts]
+
+    def child_features(self, board: chess.Board, moves: Sequence[chess.Move]) -> list[Any]:
+        """Features of the position after each of ``moves`` (networks batch them)."""
+        features = []
+        for move in moves:
+            self.push(board, move)
+            try:
+                features.append(self.features(board))
+            finally:
+                self.pop(board)
+        return features
+
     def push(self, board: chess.Board, move: chess.Move) -> None:
         """Make ``move`` on ``board``, updating any incremental state."""
         board.push(move)
@@ -285,6 +300,12 @@ class ComparatorWrapper(Comparator):
 
     def prefers_first(self, first: Any, second: Any) -> float:
         return self.inner.prefers_first(first, second)
+
+    def prefers_first_many(self, firsts: Sequence[Any], second: Any) -> Sequence[float]:
+        return self.inner.prefers_first_many(firsts, second)
+
+    def child_features(self, board: chess.Board, moves: Sequence[chess.Move]) -> list[Any]:
+        return self.inner.child_features(board, moves)
 
     def push(self, board: chess.Board, move: chess.Move) -> None:
         self.inner.push(board, move)

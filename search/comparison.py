@@ -7,19 +7,29 @@ stalemates and rule draws are compared by rule, never by the network: a mate
 beats every position (sooner mates beat later ones), a tablebase win beats
 every position but loses to a mate, and a draw is as good as the starting
 position, the comparator's picture of an even game.
+
+The network only ever compares positions; everything else only orders or
+deepens the search, each part switchable by a UCI option: the best move found
+for the position before first (HashMove: a table keyed by the position's
+hash), then captures that keep material and the children the comparator
+prefers most to their parent (MoveOrdering: one batched comparison per node),
+one more ply when the side to move is in check (CheckExtension), late quiet
+moves a ply shallower unless that finds a better leaf (LateMoveReductions),
+and captures resolved before a leaf is judged (Quiescence).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import chess
 import numpy as np
 
 from evaluators.base import Comparator
+from evaluators.cache import LruCache
 from evaluators.options import Option
-from evaluators.rules import game_result, mated_score, mating_score, mvv_lva, score_wdl, see, tablebase_score
+from evaluators.rules import (PIECE_VALUES, game_result, mated_score, mating_score, mvv_lva, score_wdl, see,
+                              tablebase_score)
 from evaluators.score import q_to_cp, q_to_wdl
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
 
@@ -27,26 +37,53 @@ MAX_PLY = 64
 MAX_QUIESCENCE_PLIES = 8
 #: Nodes between looks at the clock and `stop`.
 CHECK_NODES_EVERY = 16
+#: Late-move reductions: moves searched at full depth first, and the least remaining depth that is reduced.
+FULL_DEPTH_MOVES = 3
+REDUCTION_MIN_DEPTH = 3
+#: Values of the option MoveOrdering.
+ORDERINGS = ("captures+comparator", "comparator", "captures")
+#: Rough memory of one best-move table entry (an OrderedDict slot, its int key and a reference to a move).
+BEST_MOVE_BYTES = 150
+
+#: A child searched with these bounds (alpha_pos, beta_pos) and remaining depth.
+ChildSearch = Callable[["Leaf", "Leaf", Optional[np.ndarray], int], "Leaf"]
 
 
-@dataclass
 class Leaf:
-    """A search result: a mate, a tablebase result, a draw, or a network position."""
+    """A search result: a mate, a tablebase result, a draw, or a network position, and the line to it."""
 
-    features: Optional[np.ndarray]
-    mate_ply: int = 0  # plies from the root to the mate, signed by the winner (> 0: White mates)
-    draw: bool = False
-    pv: tuple = ()
-    bound: int = 0  # +1 / -1: the initial beta / alpha, better / worse for White than any real leaf
-    tablebase_ply: int = 0  # plies from the root to a tablebase win, signed by the winner
+    __slots__ = ("features", "mate_ply", "draw", "pv", "bound", "tablebase_ply")
+
+    def __init__(self, features: Optional[np.ndarray], mate_ply: int = 0, draw: bool = False, pv: tuple = (),
+                 bound: int = 0, tablebase_ply: int = 0) -> None:
+        self.features = features
+        self.mate_ply = mate_ply  # plies from the root to the mate, signed by the winner (> 0: White mates)
+        self.draw = draw
+        self.pv = pv
+        self.bound = bound  # +1 / -1: the initial beta / alpha, better / worse for White than any real leaf
+        self.tablebase_ply = tablebase_ply  # plies from the root to a tablebase win, signed by the winner
+
+    def after(self, move: chess.Move) -> "Leaf":
+        """The same leaf reached by ``move`` first."""
+        return Leaf(self.features, self.mate_ply, self.draw, (move,) + self.pv, self.bound, self.tablebase_ply)
 
 
 class ComparisonSearch(Search):
     name = "comparison"
-    uses_hash = False  # no table of its own: Hash goes to the comparator's feature cache
-    OPTIONS = (Option("Quiescence", "check", True, attribute="quiescence",
-                      help="resolve captures before the comparator judges a leaf (it was trained on quiet "
-                           "positions)"),)
+    OPTIONS = (
+        Option("Quiescence", "check", True, attribute="quiescence",
+               help="resolve captures before the comparator judges a leaf (it was trained on quiet positions)"),
+        Option("MoveOrdering", "combo", "captures+comparator", choices=ORDERINGS, attribute="move_ordering",
+               help="after the hash move: captures that keep material, then the moves whose child the comparator "
+                    "prefers most to the position (captures+comparator); the comparator alone; or captures by "
+                    "most valuable victim and quiet moves as generated (captures)"),
+        Option("HashMove", "check", True, attribute="hash_move",
+               help="try first the best move found for the position before (a table of moves sized by Hash)"),
+        Option("CheckExtension", "check", True, attribute="check_extension",
+               help="search one ply deeper when the side to move is in check"),
+        Option("LateMoveReductions", "check", True, attribute="late_move_reductions",
+               help="search late quiet moves one ply shallower, again at full depth if they improve the best"),
+    )
 
     def __init__(self, comparator: Comparator) -> None:
         super().__init__()
@@ -54,15 +91,25 @@ class ComparisonSearch(Search):
         self.control = SearchControl()
         self.even: Optional[np.ndarray] = None
         self.seldepth = 0
-        self.comparisons = 0
-        self.best_moves: dict[int, chess.Move] = {}
+        self.iteration_depth = 1
+        #: The root's first move searched in the current iteration and its best leaf so far.
+        self.root_first: Optional[chess.Move] = None
+        self.root_best: Optional[Leaf] = None
+        self.best_moves = LruCache(self.hash_mb, BEST_MOVE_BYTES)
         #: The root moves the search may play (searchmoves, tablebases), None for all.
         self.root_allowed: Optional[set[chess.Move]] = None
+
+    def set_hash(self, megabytes: float) -> None:
+        super().set_hash(megabytes)
+        self.best_moves.resize(megabytes)
+
+    def new_game(self) -> None:
+        self.best_moves.clear()
 
     def hashfull(self) -> int:
         return self.comparator.hashfull()
 
-    # ----------------------------------------------------------- ordering
+    # ---------------------------------------------------------- comparing
 
     def white_prefers(self, a: Leaf, b: Leaf) -> bool:
         """True if leaf ``a`` is better for White than leaf ``b``."""
@@ -73,8 +120,11 @@ class ComparisonSearch(Search):
         fb = self.even if b.draw else b.features
         if fa is fb:
             return False
-        self.comparisons += 1
         return self.comparator.prefers_first(fa, fb) > 0.5
+
+    def _better(self, white: bool, a: Leaf, b: Leaf) -> bool:
+        """True if leaf ``a`` is better than ``b`` for the side to move (White if ``white``)."""
+        return self.white_prefers(a, b) if white else self.white_prefers(b, a)
 
     @staticmethod
     def _mate_rank(leaf: Leaf) -> Optional[float]:
@@ -97,7 +147,6 @@ class ComparisonSearch(Search):
         board = board.copy()
         self.control = control
         self.nodes = 0
-        self.comparisons = 0
         self.comparator.reset(chess.Board())
         self.even = self.comparator.features(chess.Board())
         self.comparator.reset(board)
@@ -110,9 +159,15 @@ class ComparisonSearch(Search):
         max_depth = min(control.max_depth or MAX_PLY, MAX_PLY)
         for depth in range(1, max_depth + 1):
             self.seldepth = 0
+            self.iteration_depth = depth
+            self.root_first = self.root_best = None
             try:
-                leaf = self._alphabeta(board, depth, 0, Leaf(None, bound=-1), Leaf(None, bound=1))
+                leaf = self._alphabeta(board, depth, 0, Leaf(None, bound=-1), Leaf(None, bound=1), root_features)
             except SearchStopped:
+                # a stopped iteration that finished the last one's move first knows better, as far as it went
+                if best is not None and self.root_best is not None and self.root_first == best.pv[0]:
+                    best = self.root_best
+                    self._report(report, depth, best, board, root_features)
                 break
             best = leaf
             self._report(report, depth, leaf, board, root_features)
@@ -147,7 +202,7 @@ class ComparisonSearch(Search):
 
     # -------------------------------------------------------------- search
 
-    def _terminal(self, board: chess.Board, ply: int, moves: list[chess.Move]) -> Optional[Leaf]:
+    def _terminal(self, board: chess.Board, ply: int, moves: Sequence[chess.Move]) -> Optional[Leaf]:
         """A mate, a draw by rule or a tablebase result; at the root only the end of the game counts."""
         if moves and ply == 0:
             return None
@@ -164,99 +219,159 @@ class ComparisonSearch(Search):
                 return Leaf(None, tablebase_ply=ply if white_wins else -ply)
         return None
 
-    def _ordered(self, board: chess.Board, ply: int) -> list[chess.Move]:
-        hint = self.best_moves.get(ply)
-        legal = board.legal_moves
-        if ply == 0 and self.root_allowed is not None:
-            legal = [move for move in legal if move in self.root_allowed]  # type: ignore[assignment]
-
-        def key(move: chess.Move) -> int:
-            if move == hint:
-                return 1000
-            if board.is_capture(move):
-                return 100 + mvv_lva(board, move)
-            return 0
-        return sorted(legal, key=key, reverse=True)
-
-    def _alphabeta(self, board: chess.Board, depth: int, ply: int, alpha: Leaf, beta: Leaf) -> Leaf:
+    def _count_node(self, ply: int) -> None:
         self.nodes += 1
         if self.nodes % CHECK_NODES_EVERY == 0 and self.control.stopped(self.nodes):
             raise SearchStopped
-        self.seldepth = max(self.seldepth, ply)
-        moves = self._ordered(board, ply)
+        if ply > self.seldepth:
+            self.seldepth = ply
+
+    def _alphabeta(self, board: chess.Board, depth: int, ply: int, alpha: Leaf, beta: Leaf,
+                   features: Optional[np.ndarray]) -> Leaf:
+        """The best leaf for the side to move; ``features`` are the position's, when the parent has them."""
+        self._count_node(ply)
+        if depth <= 0 or ply >= MAX_PLY:
+            # the generator finds out lazily whether any move exists: a leaf needs its moves only in check
+            terminal = self._terminal(board, ply, board.legal_moves)  # type: ignore[arg-type]
+            if terminal is not None:
+                return terminal
+            if self.quiescence and ply < MAX_PLY:
+                return self._quiescence(board, ply, 0, alpha, beta, features)
+            return Leaf(features if features is not None else self.comparator.features(board))
+        moves = list(board.legal_moves)
+        if ply == 0 and self.root_allowed is not None:
+            moves = [move for move in moves if move in self.root_allowed]
         terminal = self._terminal(board, ply, moves)
         if terminal is not None:
             return terminal
-        if depth == 0 or ply >= MAX_PLY:
-            if self.quiescence and ply < MAX_PLY:
-                return self._quiescence(board, ply, 0, alpha, beta)
-            return Leaf(self.comparator.features(board))
-        return self._expand(board, moves, ply, alpha, beta, None, True,
-                            lambda a, b: self._alphabeta(board, depth - 1, ply + 1, a, b))
+        in_check = board.is_check()
+        if in_check and self.check_extension and ply > 0 and ply + depth < 2 * self.iteration_depth:
+            depth += 1
+        key = hash(board._transposition_key())
+        ordered, child_features = self._ordered(board, moves, key, features)
+        reducible = self.late_move_reductions and depth >= REDUCTION_MIN_DEPTH and not in_check
+        best = self._expand(board, ordered, child_features, alpha, beta, None, reducible, depth,
+                            lambda a, b, f, d: self._alphabeta(board, d, ply + 1, a, b, f), at_root=ply == 0)
+        if best.pv:
+            self.best_moves.put(key, best.pv[0])
+        return best
 
-    def _quiescence(self, board: chess.Board, ply: int, qply: int, alpha: Leaf, beta: Leaf) -> Leaf:
+    def _ordered(self, board: chess.Board, moves: list[chess.Move], key: int, features: Optional[np.ndarray]
+                 ) -> tuple[list[chess.Move], Optional[list[np.ndarray]]]:
+        """The moves best first, and the features of each child when the comparator ordered them.
+
+        The stored best move comes first. The comparator orders by how much it
+        prefers each child to the position itself: one batched comparison with
+        the same reference for all children. ``captures+comparator`` puts the
+        captures that do not lose material first (most valuable victim first),
+        ``captures`` all captures that way and the quiet moves as generated.
+        """
+        hash_move = self.best_moves.get(key) if self.hash_move else None
+        ordering = self.move_ordering  # read once: the UCI thread may change it during a search
+        if ordering == "captures":
+            def key_of(move: chess.Move) -> int:
+                if move == hash_move:
+                    return 1000
+                if board.is_capture(move):
+                    return 100 + mvv_lva(board, move)
+                return 0
+            return sorted(moves, key=key_of, reverse=True), None
+        children = self.comparator.child_features(board, moves)
+        parent = features if features is not None else self.comparator.features(board)
+        preference = np.asarray(self.comparator.prefers_first_many(children, parent), dtype=np.float64)
+        if board.turn == chess.BLACK:
+            preference = 1.0 - preference
+        if ordering == "captures+comparator":
+            for index, move in enumerate(moves):
+                if board.is_capture(move) and _keeps_material(board, move):
+                    preference[index] = 1.0 + mvv_lva(board, move) / 100  # above every quiet move (at most 1)
+        if hash_move is not None and hash_move in moves:
+            preference[moves.index(hash_move)] = 3.0
+        order = np.argsort(-preference, kind="stable").tolist()
+        return [moves[i] for i in order], [children[i] for i in order]
+
+    def _quiescence(self, board: chess.Board, ply: int, qply: int, alpha: Leaf, beta: Leaf,
+                    features: Optional[np.ndarray] = None) -> Leaf:
         """Captures only, so that the comparator (trained on quiet positions) judges quiet ones.
 
         The side to move may stand pat on the current position; in check it must
         answer with any legal move, and a position with no answer is mate.
         """
         if qply > 0:
-            self.nodes += 1
-            if self.nodes % CHECK_NODES_EVERY == 0 and self.control.stopped(self.nodes):
-                raise SearchStopped
-            self.seldepth = max(self.seldepth, ply)
+            self._count_node(ply)
+        child: ChildSearch = lambda a, b, f, d: self._quiescence(board, ply + 1, qply + 1, a, b)  # noqa: E731
         if board.is_check():
-            moves = self._ordered(board, ply)
+            moves = list(board.legal_moves)
             if not moves:
                 return Leaf(None, mate_ply=ply if board.turn == chess.BLACK else -ply)
             if qply >= MAX_QUIESCENCE_PLIES or ply >= MAX_PLY:
-                return Leaf(self.comparator.features(board))
-            return self._expand(board, moves, ply, alpha, beta, None, False,
-                                lambda a, b: self._quiescence(board, ply + 1, qply + 1, a, b))
-        stand_pat = Leaf(self.comparator.features(board))
+                return Leaf(features if features is not None else self.comparator.features(board))
+            moves.sort(key=lambda m: mvv_lva(board, m) if board.is_capture(m) else -100, reverse=True)
+            return self._expand(board, moves, None, alpha, beta, None, False, 0, child)
+        stand_pat = Leaf(features if features is not None else self.comparator.features(board))
         if qply >= MAX_QUIESCENCE_PLIES or ply >= MAX_PLY:
             return stand_pat
-        return self._expand(board, self._promising_captures(board), ply, alpha, beta, stand_pat, False,
-                            lambda a, b: self._quiescence(board, ply + 1, qply + 1, a, b))
+        white = board.turn == chess.WHITE
+        if self._narrow(white, stand_pat, alpha, beta):
+            alpha, beta = (stand_pat, beta) if white else (alpha, stand_pat)
+            if not self.white_prefers(beta, alpha):
+                return stand_pat  # cut before the captures are even generated
+        return self._expand(board, self._promising_captures(board), None, alpha, beta, stand_pat, False, 0, child)
 
     @staticmethod
     def _promising_captures(board: chess.Board) -> list[chess.Move]:
         """Captures that do not lose material by static exchange, most valuable victim first."""
-        promising = [move for move in board.generate_legal_captures() if see(board, move) >= 0]
+        promising = [move for move in board.generate_legal_captures() if _keeps_material(board, move)]
         return sorted(promising, key=lambda m: mvv_lva(board, m), reverse=True)
 
-    def _expand(self, board: chess.Board, moves: list[chess.Move], ply: int, alpha: Leaf, beta: Leaf,
-                best: Optional[Leaf], remember: bool, child: Callable[[Leaf, Leaf], Leaf]) -> Leaf:
-        """Search ``moves`` with ``child(alpha_pos, beta_pos)``, keeping the side to move's best leaf.
+    def _expand(self, board: chess.Board, moves: list[chess.Move], child_features: Optional[list[np.ndarray]],
+                alpha: Leaf, beta: Leaf, best: Optional[Leaf], reducible: bool, depth: int,
+                child: ChildSearch, at_root: bool = False) -> Leaf:
+        """Search ``moves`` with ``child``, keeping the side to move's best leaf.
 
-        ``best`` is a stand-pat leaf (quiescence) or None; a node is cut as soon
-        as alpha_pos is no longer worse for White than beta_pos.
+        ``best`` is a stand-pat leaf (quiescence, the bounds already narrowed
+        by it) or None; a node is cut as soon as alpha_pos is no longer worse
+        for White than beta_pos, which can only change when the best leaf does.
+        With ``reducible``, the late quiet moves are searched a ply shallower
+        first and again at full depth only when that finds a leaf better than
+        the best. ``at_root`` keeps the best so far for a stopped iteration.
         """
         white = board.turn == chess.WHITE
-        if best is not None:
-            alpha, beta = self._narrow(white, best, alpha, beta)
-            if not self.white_prefers(beta, alpha):
-                return best
-        for move in moves:
+        for index, move in enumerate(moves):
+            features = child_features[index] if child_features is not None else None
+            reduce = (reducible and index >= FULL_DEPTH_MOVES and move.promotion is None
+                      and not board.is_capture(move))
             self.comparator.push(board, move)
             try:
-                leaf = child(alpha, beta)
+                if reduce and board.is_check():
+                    reduce = False
+                leaf = child(alpha, beta, features, depth - 1 - reduce)
+                improves = best is None or self._better(white, leaf, best)
+                if reduce and improves:
+                    leaf = child(alpha, beta, features, depth - 1)
+                    improves = best is None or self._better(white, leaf, best)
             finally:
                 self.comparator.pop(board)
-            leaf = replace(leaf, pv=(move,) + leaf.pv)
-            if best is None or (self.white_prefers(leaf, best) if white else self.white_prefers(best, leaf)):
-                best = leaf
-                if remember:
-                    self.best_moves[ply] = move
-            alpha, beta = self._narrow(white, best, alpha, beta)
-            if not self.white_prefers(beta, alpha):
-                break  # the side to move already has something the opponent will not allow
+            if not improves:
+                continue
+            best = leaf.after(move)
+            if at_root:
+                if self.root_first is None:
+                    self.root_first = move
+                self.root_best = best
+            if self._narrow(white, best, alpha, beta):
+                alpha, beta = (best, beta) if white else (alpha, best)
+                if not self.white_prefers(beta, alpha):
+                    break  # the side to move already has something the opponent will not allow
         assert best is not None
         return best
 
-    def _narrow(self, white: bool, best: Leaf, alpha: Leaf, beta: Leaf) -> tuple[Leaf, Leaf]:
-        if white and self.white_prefers(best, alpha):
-            return best, beta
-        if not white and self.white_prefers(beta, best):
-            return alpha, best
-        return alpha, beta
+    def _narrow(self, white: bool, best: Leaf, alpha: Leaf, beta: Leaf) -> bool:
+        """True if ``best`` improves the side to move's bound (alpha_pos for White, beta_pos for Black)."""
+        return self.white_prefers(best, alpha) if white else self.white_prefers(beta, best)
+
+
+def _keeps_material(board: chess.Board, move: chess.Move) -> bool:
+    """A capture that loses no material by static exchange (taking a piece worth as much as the taker never does)."""
+    taker = PIECE_VALUES[board.piece_type_at(move.from_square) or chess.PAWN]
+    return taker <= PIECE_VALUES[board.piece_type_at(move.to_square) or chess.PAWN] or see(board, move) >= 0

@@ -1,0 +1,155 @@
+"""The comparison search's move ordering, best-move table, check extension, node budget and `stop`,
+with a transparent comparator (material) and with the shipped network."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+import chess
+import numpy as np
+import pytest
+
+from engine.backends import build_evaluator
+from evaluators.base import unwrap
+from search.base import SearchControl
+from search.comparison import ComparisonSearch
+from tests.test_comparison_quiescence import POISONED, MaterialComparator
+from tests.test_search import MATE_IN_ONE, MATE_IN_TWO
+
+# White can promote on e8 (+800 for the comparator that counts material) or take a knight with the rook (+320).
+PROMOTE_OR_TAKE = "6k1/4P3/8/8/3n4/8/8/3R2K1 w - - 0 1"
+# Mate in two that starts with a check and ends with a quiet move: 1. Qg8+ Rxg8 2. Nf7#.
+SMOTHERED = "3r3k/6pp/7N/8/2Q5/8/6PP/6K1 w - - 0 1"
+
+
+class GradedMaterialComparator(MaterialComparator):
+    """The more material White gains, the surer it is: a comparator whose order of children is known."""
+
+    def prefers_first(self, first: float, second: float) -> float:
+        return 1.0 / (1.0 + math.exp((second - first) / 200))
+
+
+def ordered(search: ComparisonSearch, board: chess.Board) -> list[chess.Move]:
+    search.comparator.reset(board)
+    moves, _ = search._ordered(board, list(board.legal_moves), hash(board._transposition_key()), None)
+    return moves
+
+
+@pytest.mark.parametrize("white", [True, False])
+@pytest.mark.parametrize("ordering", ["comparator", "captures+comparator", "captures"])
+def test_ordering_is_a_permutation_with_the_favourite_first(ordering, white):
+    board = chess.Board(PROMOTE_OR_TAKE) if white else chess.Board(PROMOTE_OR_TAKE).mirror()  # Black to move
+    promote, take = ("e7e8q", "d1d4") if white else ("e2e1q", "d8d5")
+    search = ComparisonSearch(GradedMaterialComparator())
+    search.set_option("MoveOrdering", ordering)
+    moves = ordered(search, board)
+    assert sorted(moves, key=chess.Move.uci) == sorted(board.legal_moves, key=chess.Move.uci)
+    assert moves[0].uci() == (promote if ordering == "comparator" else take)
+    if ordering == "captures+comparator":  # the comparator's favourite right after the captures
+        assert moves[1].uci() == promote
+
+
+def test_the_best_move_table_is_filled_and_read():
+    board = chess.Board(PROMOTE_OR_TAKE)
+    search = ComparisonSearch(MaterialComparator())
+    result = search.search(board, SearchControl(max_depth=3), lambda info: None)
+    assert search.best_moves.get(hash(board._transposition_key())) == result.best_move
+    stored = chess.Move.from_uci("g1h2")  # any legal move: the table's move is tried first
+    search.best_moves.put(hash(board._transposition_key()), stored)
+    assert ordered(search, board)[0] == stored
+    search.set_option("HashMove", False)
+    assert ordered(search, board)[0] != stored
+    search.new_game()
+    assert search.best_moves.get(hash(board._transposition_key())) is None
+
+
+@pytest.mark.parametrize("extension,mate", [(True, 2), (False, None)])
+def test_check_extension_finds_a_mate_a_plain_search_misses(extension, mate):
+    search = ComparisonSearch(MaterialComparator())
+    search.set_option("CheckExtension", extension)
+    infos = []
+    result = search.search(chess.Board(SMOTHERED), SearchControl(max_depth=2), infos.append)
+    assert infos[-1].mate == mate
+    assert (result.best_move.uci() == "c4g8") == extension
+
+
+@pytest.mark.parametrize("fen,best", MATE_IN_ONE + MATE_IN_TWO)
+def test_mates_are_found_with_every_feature_on(fen, best):
+    search = ComparisonSearch(MaterialComparator())
+    infos = []
+    result = search.search(chess.Board(fen), SearchControl(max_depth=3), infos.append)
+    assert result.best_move.uci() == best
+    assert infos[-1].mate is not None and infos[-1].mate > 0
+
+
+def test_late_move_reductions_search_fewer_nodes_to_the_same_depth():
+    board = chess.Board("4k3/pp3ppp/2n5/8/8/2N5/PP3PPP/4K3 w - - 0 1")
+    counts = {}
+    for reductions in (True, False):
+        search = ComparisonSearch(MaterialComparator())
+        search.set_option("LateMoveReductions", reductions)
+        search.search(board, SearchControl(max_depth=3), lambda info: None)
+        counts[reductions] = search.nodes
+    assert counts[True] < counts[False]
+
+
+@pytest.fixture(scope="module")
+def network():
+    """The shipped comparator inside its feature cache, as the engine builds it."""
+    return build_evaluator("comparator")
+
+
+def test_batched_children_match_one_at_a_time(network):
+    board = chess.Board("r3k2r/pppq1ppp/2n2n2/3pp3/3PP3/2N2N2/PPPQ1PPP/R3K2R w KQkq - 0 1")
+    network.reset(board)
+    moves = list(board.legal_moves)
+    children = network.child_features(board, moves)
+    parent = network.features(board)
+    batched = network.prefers_first_many(children, parent)
+    bare = unwrap(network)
+    for move, features, p in zip(moves, children, batched):
+        network.push(board, move)  # reuses the accumulator child_features made
+        np.testing.assert_allclose(bare.accumulators[-1], bare.full_accumulator(board), atol=1e-4)
+        from_scratch = bare.features_from_accumulators(bare.full_accumulator(board)[None])[0]
+        network.pop(board)
+        np.testing.assert_allclose(features, from_scratch, atol=1e-4)
+        assert p == pytest.approx(network.prefers_first(features, parent), abs=1e-6)
+
+
+def test_node_budget_gives_deterministic_nodes_and_move(network):
+    fen = "r1bq1rk1/pp2b1pp/n1pp1n2/3P1p2/2P1p3/2N1P2N/PP2BPPP/R1BQ1RK1 b - - 2 10"
+    outcomes = []
+    for _ in range(2):
+        network.new_game()
+        search = ComparisonSearch(network)
+        result = search.search(chess.Board(fen), SearchControl(max_nodes=800), lambda info: None)
+        outcomes.append((search.nodes, result.best_move))
+    assert outcomes[0] == outcomes[1] and outcomes[0][0] >= 800
+
+
+def test_stop_is_answered_promptly(network):
+    search = ComparisonSearch(network)
+    control = SearchControl(infinite=True)
+    infos = []
+    results = []
+    thread = threading.Thread(target=lambda: results.append(search.search(chess.Board(), control, infos.append)))
+    thread.start()
+    time.sleep(0.5)
+    stopped_at = time.monotonic()
+    control.stop()
+    thread.join(5)
+    assert not thread.is_alive() and time.monotonic() - stopped_at < 0.25
+    assert infos and results[0].best_move in chess.Board().legal_moves
+
+
+def test_a_stopped_iteration_plays_the_move_that_beat_the_last_choice():
+    # Without quiescence depth 1 takes the defended pawn; depth 2, stopped after the next root move (48 of its
+    # 80 nodes), has seen the recapture and a move that keeps the queen.
+    search = ComparisonSearch(MaterialComparator())
+    search.set_option("Quiescence", False)
+    infos = []
+    result = search.search(chess.Board(POISONED), SearchControl(max_nodes=48), infos.append)
+    assert [info.depth for info in infos] == [1, 2] and infos[0].pv[0].uci() == "d2d5"
+    assert result.best_move.uci() != "d2d5" and result.best_move == infos[-1].pv[0]
