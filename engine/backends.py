@@ -85,9 +85,10 @@ CACHE_SHARE = 0.25
 def apply_hash(megabytes: float, search: Search, evaluator: AnyEvaluator) -> None:
     """Split ``Hash`` between the search's table and the evaluator's cache (safe while searching).
 
-    A search without a table of its own (comparison) leaves it all to the
-    cache; an evaluator without a cache (material, pst) leaves it all to the
-    search; otherwise the cache gets CACHE_SHARE.
+    A search without a table of its own leaves it all to the cache; an
+    evaluator without a cache (material, pst) leaves it all to the search;
+    otherwise (alpha-beta's and the comparison search's tables, PUCT's tree)
+    the cache gets CACHE_SHARE.
     """
     from evaluators.cache import find_cache
     cache = find_cache(evaluator)
