@@ -99,7 +99,7 @@ class CachedEvaluator(EvaluatorWrapper):
 
     def prepare(self, board: chess.Board, moves: Sequence[chess.Move]) -> Request:
         """A hit is answered at once (the request carries its evaluation); a miss goes on to ``inner``."""
-        key = hash(self.inner.cache_key(board))
+        key = self.inner.cache_key(board)  # the key itself: hash() of bitboards is not unique (see CachedComparator)
         evaluation = self.cache.get(key)
         if evaluation is not None:
             request = Request(moves)
@@ -131,15 +131,17 @@ class CachedEvaluator(EvaluatorWrapper):
 class CachedComparator(ComparatorWrapper):
     """Features of ``inner`` by position, least recently used evicted first."""
 
-    #: Rough memory of one entry: 100 float32 features in a numpy array, and its key.
-    BYTES_PER_ENTRY = 600
+    #: Rough memory of one entry: 100 float32 features in a numpy array, and its key (a tuple of bitboards).
+    BYTES_PER_ENTRY = 1000
 
     def __init__(self, inner: Comparator, megabytes: float = 4) -> None:
         super().__init__(inner)
         self.cache = LruCache(megabytes, self.BYTES_PER_ENTRY)
 
     def features(self, board: chess.Board) -> Any:
-        key = hash(board._transposition_key())
+        # The position's exact key, never hash() of it: Python hashes an int modulo 2**61 - 1, so a piece on
+        # f8, g8 or h8 hashes like one on a1, b1 or c1 and two such positions would share an entry.
+        key = board._transposition_key()
         features = self.cache.get(key)
         if features is None:
             generation = self.cache.generation

@@ -20,7 +20,7 @@ and captures resolved before a leaf is judged (Quiescence).
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from typing import Callable, Hashable, Optional, Sequence
 
 import chess
 import numpy as np
@@ -42,8 +42,8 @@ FULL_DEPTH_MOVES = 3
 REDUCTION_MIN_DEPTH = 3
 #: Values of the option MoveOrdering.
 ORDERINGS = ("captures+comparator", "comparator", "captures")
-#: Rough memory of one best-move table entry (an OrderedDict slot, its int key and a reference to a move).
-BEST_MOVE_BYTES = 150
+#: Rough memory of one best-move table entry (an OrderedDict slot, its key: a tuple of bitboards, a move).
+BEST_MOVE_BYTES = 500
 
 #: A child searched with these bounds (alpha_pos, beta_pos) and remaining depth.
 ChildSearch = Callable[["Leaf", "Leaf", Optional[np.ndarray], int], "Leaf"]
@@ -247,7 +247,7 @@ class ComparisonSearch(Search):
         in_check = board.is_check()
         if in_check and self.check_extension and ply > 0 and ply + depth < 2 * self.iteration_depth:
             depth += 1
-        key = hash(board._transposition_key())
+        key = board._transposition_key()  # exact: hash() would merge positions (evaluators/cache.py)
         ordered, child_features = self._ordered(board, moves, key, features)
         reducible = self.late_move_reductions and depth >= REDUCTION_MIN_DEPTH and not in_check
         best = self._expand(board, ordered, child_features, alpha, beta, None, reducible, depth,
@@ -256,7 +256,7 @@ class ComparisonSearch(Search):
             self.best_moves.put(key, best.pv[0])
         return best
 
-    def _ordered(self, board: chess.Board, moves: list[chess.Move], key: int, features: Optional[np.ndarray]
+    def _ordered(self, board: chess.Board, moves: list[chess.Move], key: Hashable, features: Optional[np.ndarray]
                  ) -> tuple[list[chess.Move], Optional[list[np.ndarray]]]:
         """The moves best first, and the features of each child when the comparator ordered them.
 

@@ -291,6 +291,21 @@ def test_cache_key_includes_the_fifty_move_clock():
     assert inner.calls == 2
 
 
+def test_caches_tell_apart_positions_whose_bitboards_hash_alike():
+    # Python hashes an int modulo 2**61 - 1: a rook on f8 (bit 61) hashes like one on a1 (bit 0), so keys built
+    # with hash() merged these two positions and PUCT expanded one with the other's moves (seen in real games)
+    f8 = chess.Board("5R2/8/8/8/4k2p/2p5/2r4p/7K w - - 0 60")
+    a1 = chess.Board("8/8/8/8/4k2p/2p5/2r4p/R6K w - - 0 60")
+    inner = CountingEvaluator()
+    cached = CachedEvaluator(inner)
+    cached.evaluate(f8)
+    cached.evaluate(a1)
+    assert inner.calls == 2
+    from tests.test_comparison_quiescence import MaterialComparator
+    comparator = CachedComparator(MaterialComparator())
+    assert comparator.features(f8) is not comparator.features(a1)
+
+
 class FlatNetwork(Evaluator):
     """A 'network' with uniform priors and a fixed value: the blend's effect is all that moves."""
 
