@@ -219,3 +219,16 @@ def test_ray_tasks_give_the_same_labels(tmp_path):
     label(labelled(tmp_path, "ray", max_positions=4, workers=1, ray="local"), progress=False)
     assert shard_bytes(tmp_path / "ray") == shard_bytes(tmp_path / "local") and shard_bytes(tmp_path / "ray")
 
+
+
+@needs_stockfish
+def test_label_speed_prints_and_writes_its_table(tmp_path):
+    from tools.label_speed import main as label_speed
+    out = tmp_path / "speed.json"
+    result = CliRunner().invoke(label_speed, [str(GAMES), "--engine", stockfish_path(), "--positions", "3",
+                                              "--nodes", "50", "--multipv", "1", "--multipv", "2", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    table = json.loads(out.read_text())
+    assert table["engine"].startswith("Stockfish")
+    assert [(row["nodes"], row["multipv"], row["positions"]) for row in table["rows"]] == [(50, 1, 3), (50, 2, 3)]
+    assert "| 50 | 2 |" in result.output

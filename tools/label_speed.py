@@ -34,9 +34,10 @@ def main(source: Path, engine: str, positions: int, budgets: tuple[int, ...], ks
     config = LabelConfig(sources=[source], out=Path("unused"), per_game=2, min_ply=min_ply, max_positions=positions)
     fens = [candidate.board.fen() for candidate in select_positions(config, Summary(), set())]
     labeller = open_engine(_engine_command(engine, must_exist=True))
+    name = labeller.id.get("name", engine)  # read now: the engine is gone when the table is written
     rows = []
     try:
-        click.echo(f"{labeller.id.get('name', engine)}, {len(fens)} positions of {source.name}, one thread")
+        click.echo(f"{name}, {len(fens)} positions of {source.name}, one thread")
         click.echo("| nodes | K | positions/s per core | ms per position |\n|---|---|---|---|")
         for nodes in budgets:
             for k in ks:
@@ -50,7 +51,7 @@ def main(source: Path, engine: str, positions: int, budgets: tuple[int, ...], ks
     finally:
         labeller.quit()
     if out:
-        out.write_text(json.dumps({"engine": labeller.id.get("name", engine), "source": str(source),
+        out.write_text(json.dumps({"engine": name, "source": str(source),
                                    "rows": rows}, indent=1))
 
 
