@@ -442,6 +442,8 @@ class UciEngine:
         except Exception as error:
             self.info_string(f"search failed: {error}")
             traceback.print_exc(file=sys.stderr)
+            if self.search is not None:
+                self.search.new_game()  # a half-updated tree or table must not be reused by the next search
         if result.best_move is None or result.best_move not in board.legal_moves:
             result = SearchResult(next(iter(board.legal_moves), None))
         while control.must_wait_for_stop and not control.stop_event.is_set():

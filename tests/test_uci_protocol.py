@@ -327,3 +327,17 @@ def test_infinite_analysis_stays_within_a_tiny_hash(engine_factory):
     nodes = int(infos[-1].split(" nodes ")[1].split()[0])
     assert nodes > 2000  # it kept searching inside the full tree
     assert after - before < 8, f"grew from {before:.0f} MB to {after:.0f} MB"
+
+
+def test_a_failing_search_is_reported_and_forgotten(driver, monkeypatch):
+    """A search that raises still ends in a legal bestmove, says why, and the next search starts afresh."""
+    engine = driver("--eval", "material", "--search", "puct")
+    engine.send("uci", "isready", "position startpos")
+    search = engine.engine.search
+    forgotten = []
+    monkeypatch.setattr(search, "search", lambda *args: 1 / 0)
+    monkeypatch.setattr(search, "new_game", lambda: forgotten.append(True))
+    bestmove = engine.go("go nodes 50")
+    assert chess.Move.from_uci(bestmove.split()[1]) in chess.Board().legal_moves
+    assert any("search failed: division by zero" in line for line in engine.strings())
+    assert forgotten
