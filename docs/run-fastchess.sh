@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The forfeit check under an external match runner: the default engine (bin/engine, as a GUI starts it) against
-# Stockfish (UCI_LimitStrength) under fastchess, one game at a time, at 1+0.01, 10+0.1 and 40 moves in 60 s.
+# Stockfish (UCI_LimitStrength) under fastchess, one game at a time (CONCURRENCY), at 1+0.01, 10+0.1 and 40 moves in
+# 60 s.
 # fastchess keeps the clocks and records every time forfeit, illegal move and disconnect; this script writes
 # OUTDIR/<tc>.pgn and OUTDIR/<tc>.log per time control and OUTDIR/summary.txt with their counts.
 #
 # Usage: docs/run-fastchess.sh OUTDIR [GAMES_PER_TC]    (default 34 per time control, 102 in all)
-# Environment: TCS (default "1+0.01 10+0.1 40/60"), FASTCHESS (default: fastchess on PATH, else ../shared/bin/fastchess), STOCKFISH (default:
+# Environment: TCS (default "1+0.01 10+0.1 40/60"), CONCURRENCY (default 1; 2 on two cores still has only two engines
+# thinking at once, each with one thread), FASTCHESS (default: fastchess on PATH, else ../shared/bin/fastchess), STOCKFISH (default:
 # stockfish on PATH, else /usr/games/stockfish), SF_ELO (default 1500), ENGINE_ARGS (default: none, i.e.
 # resnet + puct), OPENINGS (default ../shared/data/games/carlsen-classical.pgn, first 8 plies).
 # Decided games are adjudicated as bin/match does (resign: both engines see 1000 cp for 3 moves; draw after
@@ -37,7 +39,7 @@ for tc in $tcs; do
         -engine cmd="$stockfish" name="stockfish-${SF_ELO:-1500}" option.Threads=1 option.Hash=16 \
             option.UCI_LimitStrength=true option.UCI_Elo="${SF_ELO:-1500}" "option.Move Overhead=100" \
         -each proto=uci tc="$tc" \
-        -rounds $(( (games + 1) / 2 )) -games 2 -concurrency 1 \
+        -rounds $(( (games + 1) / 2 )) -games 2 -concurrency "${CONCURRENCY:-1}" \
         -openings file="$openings" format=pgn order=random plies=8 -srand 1 \
         -resign movecount=3 score=1000 twosided=true -draw movenumber=40 movecount=8 score=10 \
         -pgnout file="$out/$name.pgn" timeleft=true latency=true -autosaveinterval 0 \

@@ -2,7 +2,7 @@
 # The matches whose results the README quotes (10+0.1, paired openings from Carlsen's games, 2 at a time,
 # decided games adjudicated as tools.match does by default).
 # Usage: docs/run-matches.sh GAMES OUTDIR MATCH...   (MATCH: resnet-material resnet-sf1350 resnet-sf1500
-#        resnet-sf1700 resnet-sf2000 comparator-material comparator-resnet material-sf1350)
+#        resnet-sf1700 resnet-sf1900 resnet-sf2000 comparator-material comparator-resnet material-sf1350)
 set -euo pipefail
 games="$1"; out="$2"; shift 2
 mkdir -p "$out"
@@ -23,6 +23,8 @@ for match in "$@"; do
             --opponent-option UCI_LimitStrength=true --opponent-option UCI_Elo=1500 --opponent-option Threads=1 ;;
         resnet-sf1700) run "$match" --engine-args "--eval resnet --search puct" \
             --opponent-option UCI_LimitStrength=true --opponent-option UCI_Elo=1700 --opponent-option Threads=1 ;;
+        resnet-sf1900) run "$match" --engine-args "--eval resnet --search puct" \
+            --opponent-option UCI_LimitStrength=true --opponent-option UCI_Elo=1900 --opponent-option Threads=1 ;;
         resnet-sf2000) run "$match" --engine-args "--eval resnet --search puct" \
             --opponent-option UCI_LimitStrength=true --opponent-option UCI_Elo=2000 --opponent-option Threads=1 ;;
         comparator-material) run "$match" --engine-args "--eval comparator --search comparison" --opponent self \
