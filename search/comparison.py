@@ -28,7 +28,7 @@ import numpy as np
 from evaluators.base import Comparator
 from evaluators.cache import LruCache
 from evaluators.options import Option
-from evaluators.rules import (PIECE_VALUES, game_result, mated_score, mating_score, mvv_lva, score_wdl, see,
+from evaluators.rules import (game_result, keeps_material, mated_score, mating_score, mvv_lva, score_wdl,
                               tablebase_score)
 from evaluators.score import q_to_cp, q_to_wdl
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
@@ -283,7 +283,7 @@ class ComparisonSearch(Search):
             preference = 1.0 - preference
         if ordering == "captures+comparator":
             for index, move in enumerate(moves):
-                if board.is_capture(move) and _keeps_material(board, move):
+                if board.is_capture(move) and keeps_material(board, move):
                     preference[index] = 1.0 + mvv_lva(board, move) / 100  # above every quiet move (at most 1)
         if hash_move is not None and hash_move in moves:
             preference[moves.index(hash_move)] = 3.0
@@ -321,7 +321,7 @@ class ComparisonSearch(Search):
     @staticmethod
     def _promising_captures(board: chess.Board) -> list[chess.Move]:
         """Captures that do not lose material by static exchange, most valuable victim first."""
-        promising = [move for move in board.generate_legal_captures() if _keeps_material(board, move)]
+        promising = [move for move in board.generate_legal_captures() if keeps_material(board, move)]
         return sorted(promising, key=lambda m: mvv_lva(board, m), reverse=True)
 
     def _expand(self, board: chess.Board, moves: list[chess.Move], child_features: Optional[list[np.ndarray]],
@@ -369,9 +369,3 @@ class ComparisonSearch(Search):
     def _narrow(self, white: bool, best: Leaf, alpha: Leaf, beta: Leaf) -> bool:
         """True if ``best`` improves the side to move's bound (alpha_pos for White, beta_pos for Black)."""
         return self.white_prefers(best, alpha) if white else self.white_prefers(beta, best)
-
-
-def _keeps_material(board: chess.Board, move: chess.Move) -> bool:
-    """A capture that loses no material by static exchange (taking a piece worth as much as the taker never does)."""
-    taker = PIECE_VALUES[board.piece_type_at(move.from_square) or chess.PAWN]
-    return taker <= PIECE_VALUES[board.piece_type_at(move.to_square) or chess.PAWN] or see(board, move) >= 0

@@ -13,9 +13,9 @@ from evaluators.blend import BlendedEvaluator, best_exchange_cp
 from evaluators.cache import CachedComparator, CachedEvaluator, LruCache
 from evaluators.material import MaterialEvaluator, quiescence_cp
 from evaluators.options import Configurable, Option, OptionError
-from evaluators.rules import (MATE, TB_WIN_CP, game_result, insufficient_material, mate_in_moves, mate_in_one,
-                              mated_score, mating_score, mvv_lva, repetition_draw, repetition_draw_keys, score_wdl,
-                              see, tablebase_score, uci_score)
+from evaluators.rules import (MATE, TB_WIN_CP, game_result, insufficient_material, keeps_material, mate_in_moves,
+                              mate_in_one, mated_score, mating_score, mvv_lva, repetition_draw, repetition_draw_keys,
+                              score_wdl, see, tablebase_score, uci_score)
 from evaluators.score import cp_to_q
 
 
@@ -139,6 +139,16 @@ def test_mate_and_tablebase_scores_convert_to_uci():
 ])
 def test_static_exchange_evaluation(fen, move, value):
     assert see(chess.Board(fen), chess.Move.from_uci(move)) == value
+
+
+@pytest.mark.parametrize("fen,move,keeps", [
+    ("4k3/8/4p3/3p4/8/8/3Q4/4K3 w - - 0 1", "d2d5", False),  # queen for a defended pawn
+    ("4k3/8/4b3/3n4/8/8/3R4/4K3 w - - 0 1", "d2d5", False),  # rook for a defended knight
+    ("4k3/8/4p3/3p4/4P3/8/3Q4/4K3 w - - 0 1", "e4d5", True),  # pawn for pawn, whatever follows
+    ("4k3/8/8/3p4/8/8/3Q4/4K3 w - - 0 1", "d2d5", True),  # a free pawn
+])
+def test_keeps_material(fen, move, keeps):
+    assert keeps_material(chess.Board(fen), chess.Move.from_uci(move)) is keeps
 
 
 def test_mvv_lva_prefers_big_victims_then_small_attackers():
