@@ -41,9 +41,9 @@ from engine.backends import (DEFAULT_EVALUATOR, EVALUATOR_NAMES, NATURAL_SEARCH,
                              BackendError, apply_hash, build_evaluator, build_search)
 from engine.options import ENGINE_OPTIONS, OptionSet
 from engine.timeman import GoParams, allocate
+from evaluators import rules
 from evaluators.base import LoadError
 from evaluators.options import Option, OptionError
-from evaluators.rules import uci_score
 from evaluators.tablebase import Tablebase
 from search.base import Search, SearchControl, SearchInfo, SearchResult
 
@@ -54,7 +54,7 @@ MAX_GO_NUMBER = 2 ** 53
 def format_info(info: SearchInfo, show_wdl: bool) -> str:
     """A Stockfish-style `info` line; every search's lines have the same fields in the same order:
     depth seldepth multipv score [bound] [wdl] nodes nps hashfull tbhits time pv."""
-    kind, value = uci_score(info.score)
+    kind, value = rules.uci_score(info.score)
     parts = [f"info depth {info.depth} seldepth {info.seldepth} multipv {info.multipv} score {kind} {value}"]
     if info.bound:
         parts.append(info.bound)
@@ -136,6 +136,25 @@ def parse_position(tokens: list[str], report: Callable[[str], None], chess960: b
             break
         board.push(move)
     return board
+
+
+def fallback_move(board: chess.Board) -> Optional[chess.Move]:
+    """The move played when a search fails: a mate in one, else the capture that wins most by
+    static exchange, else a quiet move, else any legal move (None: there is none).
+
+    A failed search is a bug, but the game goes on; this plays a move no worse than one ply of
+    common sense instead of the first move generated.
+    """
+    moves = list(board.legal_moves)
+    mate = rules.mate_in_one(board, moves)
+    if mate is not None:
+        return mate
+    captures = [(rules.see(board, move), move) for move in moves if board.is_capture(move)]
+    best_capture = max(captures, key=lambda pair: pair[0], default=None)
+    if best_capture is not None and best_capture[0] > 0:
+        return best_capture[1]
+    quiet = [move for move in moves if not board.is_capture(move) and rules.see(board, move) >= 0]
+    return (quiet or moves or [None])[0]
 
 
 class UciEngine:
@@ -445,7 +464,7 @@ class UciEngine:
             if self.search is not None:
                 self.search.new_game()  # a half-updated tree or table must not be reused by the next search
         if result.best_move is None or result.best_move not in board.legal_moves:
-            result = SearchResult(next(iter(board.legal_moves), None))
+            result = SearchResult(fallback_move(board))
         while control.must_wait_for_stop and not control.stop_event.is_set():
             control.stop_event.wait(0.005)
         line = "bestmove " + (result.best_move.uci() if result.best_move else "0000")

@@ -10,7 +10,9 @@ from pathlib import Path
 import chess
 import pytest
 
+from engine.uci import fallback_move
 from evaluators.base import unwrap
+from evaluators.rules import see
 from search.puct import BYTES_PER_NODE, MIN_TREE_NODES
 from search.tt import TranspositionTable
 from tests.uci_inprocess import Driver
@@ -341,3 +343,19 @@ def test_a_failing_search_is_reported_and_forgotten(driver, monkeypatch):
     assert chess.Move.from_uci(bestmove.split()[1]) in chess.Board().legal_moves
     assert any("search failed: division by zero" in line for line in engine.strings())
     assert forgotten
+
+
+@pytest.mark.parametrize("fen, expected", [
+    ("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1", "a1a8"),          # mate in one first
+    ("4k3/8/8/3q4/8/8/3R4/4K3 w - - 0 1", "d2d5"),             # then the capture that wins most
+    ("4k3/8/2p5/3r4/8/8/3Q4/4K3 w - - 0 1", None),            # Qxd5 cxd5 loses the queen: a safe quiet move instead
+])
+def test_fallback_move_plays_one_ply_of_sense(fen, expected):
+    board = chess.Board(fen)
+    move = fallback_move(board)
+    assert move in board.legal_moves
+    if expected is not None:
+        assert move.uci() == expected
+    else:
+        assert not board.is_capture(move) and see(board, move) >= 0
+    assert fallback_move(chess.Board("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1")) is None  # stalemate: no move
