@@ -232,3 +232,17 @@ def test_label_speed_prints_and_writes_its_table(tmp_path):
     assert table["engine"].startswith("Stockfish")
     assert [(row["nodes"], row["multipv"], row["positions"]) for row in table["rows"]] == [(50, 1, 3), (50, 2, 3)]
     assert "| 50 | 2 |" in result.output
+
+
+@needs_stockfish
+def test_engine_agreement_with_its_own_labels_is_complete(tmp_path):
+    """The labeller's setting, measured against its own labels, names every best move (labels repeat)."""
+    from training.evaluate import evaluate_engine
+    label(labelled(tmp_path), progress=False)
+    figures = evaluate_engine(stockfish_path(), 60, 3, tmp_path / "labels", positions=0, progress=False)
+    assert figures["positions"] == 12 and figures["top1"] == 1.0 and figures["top3"] == 1.0
+    sampled = evaluate_engine(stockfish_path(), 60, 3, tmp_path / "labels", positions=5, seed=3, progress=False)
+    assert sampled["positions"] == 5
+    from training.label import LabelError
+    with pytest.raises(LabelError, match="cannot start"):
+        evaluate_engine(str(tmp_path / "no-engine"), 60, 3, tmp_path / "labels", progress=False)

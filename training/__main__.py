@@ -112,6 +112,27 @@ def evaluate_command(network: Path, test: Path, out: Optional[Path]) -> None:
     click.echo(text)
 
 
+@cli.command("evaluate-engine")
+@click.option("--test", "test", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Labelled shard directory, e.g. testset/.")
+@click.option("--engine", default="stockfish", show_default=True, help="UCI engine command line.")
+@click.option("--nodes", default=5000, show_default=True, help="Nodes per position.")
+@click.option("--multipv", default=4, show_default=True, help="MultiPV lines, as the labeller's --multipv.")
+@click.option("--positions", default=1000, show_default=True, help="Test positions sampled (0: all).")
+@click.option("--seed", default=0, show_default=True, help="Seed of the sample.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the figures here.")
+def evaluate_engine_command(test: Path, engine: str, nodes: int, multipv: int, positions: int, seed: int,
+                            out: Optional[Path]) -> None:
+    """How often a UCI engine at a labelling setting picks the test set's best move (top-1/top-3, JSON):
+    the ceiling of a network trained on labels made at that setting."""
+    from training.evaluate import evaluate_engine
+    with clear_errors():
+        text = json.dumps(evaluate_engine(engine, nodes, multipv, test, positions, seed), indent=1)
+    if out:
+        out.write_text(text + "\n")
+    click.echo(text)
+
+
 @cli.command("label")
 @click.argument("sources", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Shard directory.")

@@ -15,7 +15,7 @@ import torch
 from torch.nn import functional as F
 
 from evaluators.encoding import get_encoding
-from evaluators.moves import POLICY_SIZE, legal_move_indices
+from evaluators.moves import POLICY_SIZE, legal_move_indices, move_to_index
 from training import shards
 from training.losses import SparsePolicy, gather_policy
 
@@ -99,3 +99,35 @@ def evaluate_network(path: Path, test: Path, batch_size: int = 256) -> dict:
             sums[name] = sums.get(name, 0.0) + total
     return {"network": str(path), "test": str(test), "positions": n, "labeller": meta.get("labeller"),
             **finish(sums, n)}
+
+
+def evaluate_engine(command: str, nodes: int, multipv: int, test: Path, positions: int = 0, seed: int = 0,
+                    progress: bool = True) -> dict:
+    """Top-1 / top-3 agreement of a UCI engine's MultiPV lines with the test set's best moves.
+
+    The engine searches each position as the labeller does (one thread, a cleared hash, ``nodes``,
+    ``multipv``), so this measures how often labels made at that setting name the test set's move:
+    the most a network trained on them can be expected to reach. ``positions`` > 0 samples that
+    many test positions (seeded); 0 takes them all.
+    """
+    from tqdm import tqdm
+    from training.label import analyse, open_engine
+    arrays, meta = shards.load_dir(test)
+    best = shards.best_moves(arrays)
+    rows = np.arange(len(best))
+    if 0 < positions < len(rows):
+        rows = np.sort(np.random.default_rng(seed).choice(rows, positions, replace=False))
+    engine = open_engine(command)
+    top1 = top3 = 0
+    try:
+        for row in tqdm(rows, desc="positions", unit="pos", disable=not progress):
+            board = chess.Board(arrays["fen"][row].decode())
+            lines = [chess.Move.from_uci(uci) for uci, _, _ in analyse(engine, board.fen(), nodes, multipv)]
+            ranked = [move_to_index(move, board.turn) for move in lines]
+            top1 += ranked[0] == best[row]
+            top3 += int(best[row]) in ranked[:3]
+    finally:
+        engine.quit()
+    n = max(len(rows), 1)
+    return {"engine": command, "nodes": nodes, "multipv": multipv, "test": str(test), "positions": len(rows),
+            "labeller": meta.get("labeller"), "top1": top1 / n, "top3": top3 / n}
