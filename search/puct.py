@@ -554,9 +554,17 @@ class PuctSearch(Search):
         return mate if mate is not None else self._ranked(node)[0]
 
     def _decided(self, root: Node, remaining_s: float) -> bool:
-        """True when the runner-up cannot catch up with the best in the time left."""
+        """True when the runner-up cannot catch up with the best in the time left.
+
+        The speed that predicts the playouts still to come is this search's own, so it is trusted only
+        after two minibatches: with the overlap the first check comes before any network result is
+        back, and a reused tree's lead measured against a handful of playouts made the engine move
+        at once on a third of its moves (f8231fc waited for a whole minibatch).
+        """
         if len(root.moves or ()) < 2:
             return True
+        if self.nodes < 2 * self.batch_size:
+            return False
         ranked = self._ranked(root)
         runner_up = ranked[1].visits if len(ranked) > 1 else 0
         elapsed = max(self.control.elapsed(), 1e-3)

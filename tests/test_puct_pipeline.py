@@ -157,6 +157,21 @@ def test_an_overlapped_search_reuses_its_tree():
     assert search.reused > 0 and search.nodes == 200 and no_virtual_loss_left(search.root)
 
 
+def test_the_early_stop_waits_for_two_minibatches_of_its_own_speed():
+    """A reused tree's lead does not end a timed search before it has measured its own speed."""
+    search = network_search(1, overlap=False)
+    board = chess.Board()
+    search.search(board, SearchControl(max_nodes=64), lambda info: None)
+    root = search.root
+    ranked = search._ranked(root)
+    ranked[0].visits, ranked[1].visits = 500, 20  # a lead no playout of this search can close
+    search.control = SearchControl(start=time.monotonic() - 0.1)  # 320 playouts a second: 64 to come
+    search.nodes = 2 * search.batch_size - 1
+    assert not search._decided(root, 0.2)
+    search.nodes = 2 * search.batch_size
+    assert search._decided(root, 0.2)
+
+
 @pytest.mark.parametrize("fen,best", MATE_IN_ONE + MATE_IN_TWO)
 def test_an_overlapped_search_finds_mates(fen, best):
     search = network_search(2, overlap=True)
