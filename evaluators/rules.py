@@ -233,11 +233,11 @@ def see(board: chess.Board, move: chess.Move) -> int:
     return gains[0]
 
 
-
 def keeps_material(board: chess.Board, move: chess.Move) -> bool:
     """A capture that loses no material by static exchange (taking a piece worth as much as the taker never does)."""
     taker = PIECE_VALUES[board.piece_type_at(move.from_square) or chess.PAWN]
     return taker <= PIECE_VALUES[board.piece_type_at(move.to_square) or chess.PAWN] or see(board, move) >= 0
+
 
 # ------------------------------------------------------------ mate in one
 

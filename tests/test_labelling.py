@@ -220,7 +220,6 @@ def test_ray_tasks_give_the_same_labels(tmp_path):
     assert shard_bytes(tmp_path / "ray") == shard_bytes(tmp_path / "local") and shard_bytes(tmp_path / "ray")
 
 
-
 @needs_stockfish
 def test_label_speed_prints_and_writes_its_table(tmp_path):
     from tools.label_speed import main as label_speed

@@ -106,10 +106,8 @@ def evaluate_command(network: Path, test: Path, out: Optional[Path]) -> None:
     policy KL(target || net) and cross-entropy, W/D/L cross-entropy against the engine's W/D/L, value MAE."""
     from training.evaluate import evaluate_network
     with clear_errors():
-        text = json.dumps(evaluate_network(network, test), indent=1)
-    if out:
-        out.write_text(text + "\n")
-    click.echo(text)
+        figures = evaluate_network(network, test)
+    _print_figures(figures, out)
 
 
 @cli.command("evaluate-engine")
@@ -127,10 +125,8 @@ def evaluate_engine_command(test: Path, engine: str, nodes: int, multipv: int, p
     the ceiling of a network trained on labels made at that setting."""
     from training.evaluate import evaluate_engine
     with clear_errors():
-        text = json.dumps(evaluate_engine(engine, nodes, multipv, test, positions, seed), indent=1)
-    if out:
-        out.write_text(text + "\n")
-    click.echo(text)
+        figures = evaluate_engine(engine, nodes, multipv, test, positions, seed)
+    _print_figures(figures, out)
 
 
 @cli.command("label")
@@ -301,10 +297,7 @@ def deepchess_eval(networks: tuple[Path, ...], eval_sets: tuple[Path, ...], out:
     from training.valset import ValidationSet
     figures = evaluate_all({str(path): load_network(path) for path in networks},
                            [ValidationSet.load(path) for path in eval_sets])
-    text = json.dumps(figures, indent=1)
-    if out:
-        out.write_text(text)
-    click.echo(text)
+    _print_figures(figures, out)
 
 
 @cli.command("export-comparator")
@@ -545,6 +538,14 @@ def clear_errors() -> Iterator[None]:
         yield
     except (DataError, LabelError, LoadError, WeightsError) as error:
         raise click.ClickException(str(error)) from None
+
+
+def _print_figures(figures: dict, out: Optional[Path]) -> None:
+    """Print a command's figures as JSON, and write the same text to ``out`` if given."""
+    text = json.dumps(figures, indent=1)
+    if out:
+        out.write_text(text + "\n")
+    click.echo(text)
 
 
 def _engine_command(command: str, must_exist: bool = False) -> str:

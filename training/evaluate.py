@@ -121,9 +121,10 @@ def evaluate_engine(command: str, nodes: int, multipv: int, test: Path, position
     top1 = top3 = 0
     try:
         for row in tqdm(rows, desc="positions", unit="pos", disable=not progress):
-            board = chess.Board(arrays["fen"][row].decode())
-            lines = [chess.Move.from_uci(uci) for uci, _, _ in analyse(engine, board.fen(), nodes, multipv)]
-            ranked = [move_to_index(move, board.turn) for move in lines]
+            fen = arrays["fen"][row].decode()
+            turn = chess.Board(fen).turn
+            lines = analyse(engine, fen, nodes, multipv)
+            ranked = [move_to_index(chess.Move.from_uci(uci), turn) for uci, _, _ in lines]
             top1 += ranked[0] == best[row]
             top3 += int(best[row]) in ranked[:3]
     finally:
