@@ -249,3 +249,16 @@ def test_move_overhead_is_kept_back():
     engine.go("go movetime 1000", timeout=5.0)
     assert time.monotonic() - started < 0.6  # 100 ms of search, plus generous room for a loaded machine
     engine.close()
+
+
+def test_a_hash_cut_below_the_reused_tree_is_reported():
+    """With the tree already over a new, smaller budget no leaf is ever expanded: the note must still come."""
+    search = build_search("puct", build_evaluator("material"))
+    assert isinstance(search, PuctSearch)
+    board = chess.Board(MIDDLEGAME)
+    search.search(board, SearchControl(max_nodes=4000), lambda info: None)
+    search.set_hash(1)
+    assert search.tree_nodes > search.node_budget
+    notes: list[str] = []
+    search.search(board, SearchControl(max_nodes=200, note=notes.append), lambda info: None)
+    assert search.reused > 0 and any(note.startswith("tree full") for note in notes)
