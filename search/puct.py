@@ -352,8 +352,10 @@ class PuctSearch(Search):
         path = [root]
         node = root
         full = self.tree_full()
-        if full:  # also here: a `Hash` cut below the tree's size leaves no leaf to expand, so no _settle
-            self._say_full()
+        if full and not self._said_full:  # said here, whatever filled it: growth or a `Hash` cut below its size
+            self._said_full = True
+            self.control.note(f"tree full at {self.tree_nodes} nodes (Hash share {self.hash_mb:g} MB): "
+                              f"searching on without growing it")
         while node.moves is not None and node.terminal is None:
             child = self._pick_child(node, full)
             if child is None:
@@ -457,15 +459,6 @@ class PuctSearch(Search):
         if leaf.moves is None and not self.tree_full():
             self._expand(leaf, evaluation)
         self._backup(path, evaluation.value, evaluation.draw if evaluation.draw is not None else 0.0)
-        if self.tree_full():
-            self._say_full()
-
-    def _say_full(self) -> None:
-        """Tell the GUI once per search (and after each `Hash` change) that the tree stopped growing."""
-        if not self._said_full:
-            self._said_full = True
-            self.control.note(f"tree full at {self.tree_nodes} nodes (Hash share {self.hash_mb:g} MB): "
-                              f"searching on without growing it")
 
     def _pick_child(self, node: Node, full: bool) -> Optional[Node]:
         """The child with the best PUCT score, created when it is the first visit of its move (not in a
