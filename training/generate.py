@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import re
 import shlex
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -24,6 +24,8 @@ import chess.polyglot
 from training.pgn import RESULT_WHITE, iter_games, open_text, ReadStats
 
 HEADER = re.compile(r'\[\w+ "')  # a PGN tag pair; a wrapped comment line may start with "[%eval"
+#: Seconds between two looks at the part files for the progress bar.
+PROGRESS_EVERY_S = 5.0
 
 
 def _count_games(path: Path) -> int:
@@ -162,12 +164,21 @@ def _selfplay_part(args: tuple) -> int:
     return mine - done
 
 
-def _run_parts(function, jobs: list[tuple], out: Path, workers: int) -> int:
+def _run_parts(function, jobs: list[tuple], out: Path, workers: int, total: Optional[int] = None) -> int:
+    """Run one job per worker, each writing its part file, then join the parts into ``out``. The progress bar
+    counts the games in the parts (``total``: the games expected, when known), read every few seconds."""
     from tqdm import tqdm
-    written = 0
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        for count in tqdm(pool.map(function, jobs), total=len(jobs), desc="workers", unit="part"):
-            written += count
+
+    def games_so_far() -> int:
+        return sum(_count_games(_part(out, worker)) for worker in range(workers))
+
+    with ProcessPoolExecutor(max_workers=workers) as pool, \
+            tqdm(total=total, initial=games_so_far(), desc=out.name, unit="game") as bar:
+        futures = [pool.submit(function, job) for job in jobs]
+        while wait(futures, timeout=PROGRESS_EVERY_S).not_done:
+            bar.update(games_so_far() - bar.n)
+        bar.update(games_so_far() - bar.n)
+        written = sum(future.result() for future in futures)
     with open(out, "w", encoding="utf-8") as handle:
         for worker in range(workers):
             part = _part(out, worker)
@@ -197,7 +208,7 @@ def selfplay(out: Path, command: str, nodes: int, games: int, workers: int, rand
     if options.book:
         OpeningBook(options.book, options.book_plies)  # fail early with a clear message
     jobs = [(str(out), command, nodes, games, w, workers, options) for w in range(workers)]
-    return _run_parts(_selfplay_part, jobs, out, workers)
+    return _run_parts(_selfplay_part, jobs, out, workers, total=games)
 
 
 def summarize_games(path: Path) -> dict:
