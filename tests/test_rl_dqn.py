@@ -18,7 +18,7 @@ from evaluators.dqn import DQNEvaluator  # noqa: E402
 from evaluators.encoding import get_encoding  # noqa: E402
 from search.base import SearchControl  # noqa: E402
 from search.puct import PuctSearch  # noqa: E402
-from training.rl.dqn import DQNConfig, td_loss, td_targets, train_dqn  # noqa: E402
+from training.rl.dqn import DQNConfig, expert_margin_loss, td_loss, td_targets, train_dqn  # noqa: E402
 from training.rl.replay import ReplayBuffer, game_transitions, observe, unpack_bits, white_material  # noqa: E402
 
 ENCODING = get_encoding("planes18")
@@ -89,7 +89,7 @@ def toy_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("dqn") / "run"
     config = DQNConfig(str(out), [str(FIXTURES / "games.pgn")], expert_transitions=200, steps=240, epsilon_steps=120,
                        buffer=1000, batch_size=16, blocks=1, filters=8, max_plies=40, eval_every=120, eval_games=2,
-                       checkpoint_every=120, device="cpu")
+                       checkpoint_every=120, device="cpu", expert_weight=1.0, pretrain_updates=20)
     return config, train_dqn(config, progress=False)
 
 
@@ -97,6 +97,9 @@ def test_dqn_toy_run_exports_a_network_the_engine_plays_with(toy_run):
     config, onnx = toy_run
     history = json.loads((Path(config.out) / "history.json").read_text())
     assert history[-1]["step"] >= config.steps and history[-1]["td_loss"] > 0
+    pretrained = [h for h in history if h["step"] == 0]
+    assert pretrained[-1]["pretrain_updates"] == 20 and pretrained[-1]["margin_loss"] > 0  # DQfD before self-play
+    assert history[-1]["expert_share"] * history[-1]["buffer"] == pytest.approx(200)  # experts kept for good
     assert {"eval_wins", "eval_draws", "eval_losses"} <= set(history[-1])
     assert (Path(config.out) / "curves.png").stat().st_size > 0
     evaluator = DQNEvaluator(onnx)
@@ -131,3 +134,37 @@ def test_dqn_resumes_where_it_stopped(toy_run):
     history = json.loads((Path(config.out) / "history.json").read_text())
     assert state["counters"]["step"] >= resumed.steps and history[0]["step"] < config.steps + 60
     assert state["counters"]["updates"] > 0
+
+
+def test_expert_margin_loss_against_hand_computed_values():
+    q = torch.tensor([[0.2, 0.5, 0.1], [1.0, 0.0, 0.9]])
+    legal = torch.tensor([[True, True, False], [True, True, True]])
+    action = torch.tensor([0, 0])
+    # row 0: max(0.2 + 0, 0.5 + 0.8) - 0.2 = 1.1 (the illegal third move does not count)
+    # row 1: max(1.0, 0.0 + 0.8, 0.9 + 0.8) - 1.0 = 0.7
+    torch.testing.assert_close(expert_margin_loss(q, legal, action, 0.8), torch.tensor((1.1 + 0.7) / 2))
+    # once the expert's move leads by the margin, the loss is zero
+    assert expert_margin_loss(torch.tensor([[2.0, 1.0, 1.2]]), torch.ones(1, 3, dtype=torch.bool),
+                              torch.tensor([0]), 0.8).item() == 0.0
+
+
+def test_replay_buffer_keeps_expert_transitions_for_good(tmp_path):
+    states, actions, board = _play(["e4", "e5", "Nf3", "Nc6", "Bb5", "a6", "Ba4"])
+    transitions = game_transitions(states, actions, white_material(board), 0.5, False)
+    buffer = ReplayBuffer(5, ENCODING.binary_planes * 8)
+    buffer.add({k: v[:2] for k, v in transitions.items()}, expert=True, keep=True)
+    for start in range(2, 7):  # five self-play transitions into three free slots: the ring wraps
+        buffer.add({k: v[start:start + 1] for k, v in transitions.items()})
+    assert buffer.kept == 2 and len(buffer) == 5 and buffer.expert_share() == pytest.approx(0.4)
+    assert buffer.arrays["action"][:2].tolist() == transitions["action"][:2].tolist()
+    assert sorted(buffer.arrays["action"][2:].tolist()) == sorted(transitions["action"][4:].tolist())
+    buffer.save(tmp_path / "replay.npz")
+    again = ReplayBuffer.load(tmp_path / "replay.npz")
+    assert again.kept == 2 and again.arrays["action"].tolist()[:2] == transitions["action"][:2].tolist()
+    assert again.arrays["action"][2:].tolist() == transitions["action"][4:].tolist()  # oldest first
+    again.add({k: v[:1] for k, v in transitions.items()})
+    assert again.arrays["action"][:2].tolist() == transitions["action"][:2].tolist()  # still kept
+    with pytest.raises(ValueError, match="before any other"):
+        again.add({k: v[:1] for k, v in transitions.items()}, expert=True, keep=True)
+    legal = unpack_bits(torch.from_numpy(transitions["legal"][:1]), 4672)[0]
+    assert sorted(torch.nonzero(legal).flatten().tolist()) == sorted(states[0].indices.tolist())

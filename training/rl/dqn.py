@@ -9,6 +9,15 @@ every ``target_sync`` updates. Every few thousand plies the greedy network
 plays a few games against a random mover, so the curves show whether it
 learns. Rerunning the command resumes from the run directory's checkpoint and
 replay buffer; the exported ONNX file is what ``--eval dqn`` plays with.
+
+Beyond the paper, as in DQfD (Hester et al. 2018, "Deep Q-learning from
+Demonstrations"), the expert transitions can stay in the buffer for good and
+add a large-margin loss, max_a [Q(s, a) + margin * (a != a_E)] - Q(s, a_E),
+which makes the expert's move the greedy one where the TD targets alone say
+nothing about the moves the expert did not play, and the network first learns
+from the expert transitions alone for ``pretrain_updates`` gradient steps
+before self-play begins (``expert_weight`` 0 and no pre-training is the
+paper's DQN).
 """
 
 from __future__ import annotations
@@ -72,6 +81,14 @@ def td_loss(q: torch.Tensor, action: torch.Tensor, target: torch.Tensor) -> torc
     return F.smooth_l1_loss(q.gather(1, action.unsqueeze(1)).squeeze(1), target)
 
 
+def expert_margin_loss(q: torch.Tensor, legal: torch.Tensor, action: torch.Tensor, margin: float) -> torch.Tensor:
+    """DQfD's large-margin loss for expert transitions: the mean over rows of
+    max over the legal moves a of [Q(s, a) + margin if a is not the expert's move] - Q(s, a_E)."""
+    expert_q = q.gather(1, action.unsqueeze(1)).squeeze(1)
+    margins = torch.full_like(q, margin).scatter(1, action.unsqueeze(1), 0.0)
+    return ((q + margins).masked_fill(~legal, -torch.inf).max(dim=1).values - expert_q).mean()
+
+
 @dataclass
 class DQNConfig:
     out: str
@@ -88,6 +105,9 @@ class DQNConfig:
     target_sync: int = 500
     train_every: int = 4
     reward: str = "result"  # result | material
+    expert_weight: float = 0.0  # weight of the expert margin loss (0: the paper's DQN, experts overwritten in time)
+    expert_margin: float = 0.8
+    pretrain_updates: int = 0  # gradient steps on the expert transitions alone before self-play
     blocks: int = 2
     filters: int = 32
     random_plies: int = 4
@@ -142,9 +162,10 @@ class Trainer:
         self.model = QNetwork(self.encoding.planes, config.blocks, config.filters).to(self.device)
         self.target = copy.deepcopy(self.model).eval()
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.lr)
-        self.counters = {"step": 0, "updates": 0, "games": 0, "seconds": 0.0}
+        self.counters = {"step": 0, "updates": 0, "pretrain_updates": 0, "games": 0, "seconds": 0.0}
         self.history: list[dict] = []
         self.losses: list[float] = []
+        self.margin_losses: list[float] = []
         self.buffer = ReplayBuffer(config.buffer, self.encoding.binary_planes * 8)
         self.rng = np.random.default_rng(config.seed)
         self.random = random.Random(config.seed)
@@ -165,7 +186,7 @@ class Trainer:
         self.model.load_state_dict(state["model"])
         self.target.load_state_dict(state["target"])
         self.optimizer.load_state_dict(state["optimizer"])
-        self.counters, self.history = state["counters"], state["history"]
+        self.counters, self.history = {"pretrain_updates": 0, **state["counters"]}, state["history"]
         self.buffer = ReplayBuffer.load(replay, self.config.buffer)
         self.rng = np.random.default_rng(self.config.seed + self.counters["step"])
         self.random = random.Random(self.config.seed + self.counters["step"])
@@ -180,7 +201,7 @@ class Trainer:
         with tqdm(total=limit, desc="expert transitions", unit="move", disable=not progress) as bar:
             for transitions in expert_transitions([Path(p) for p in self.config.expert_pgn], self.encoding, limit,
                                                   self.config.reward == "material"):
-                self.buffer.add(transitions, expert=True)
+                self.buffer.add(transitions, expert=True, keep=self.config.expert_weight > 0)
                 bar.update(len(transitions["action"]))
 
     def update(self) -> None:
@@ -195,15 +216,42 @@ class Trainer:
                                  batch["done"], config.gamma)
         self.model.train()
         q = self.model(unpack_planes(batch["state"], batch["rule50"], planes))
-        loss = td_loss(q, batch["action"].long(), targets)
+        action = batch["action"].long()
+        loss = td_loss(q, action, targets)
+        self.losses.append(loss.item())
+        expert = batch["expert"]
+        if config.expert_weight and expert.any():
+            margin = expert_margin_loss(q[expert], unpack_bits(batch["legal"][expert], POLICY_SIZE), action[expert],
+                                        config.expert_margin)
+            self.margin_losses.append(margin.item())
+            loss = loss + config.expert_weight * margin
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 10.0)
         self.optimizer.step()
-        self.losses.append(loss.item())
         self.counters["updates"] += 1
         if self.counters["updates"] % config.target_sync == 0:
             self.target.load_state_dict(self.model.state_dict())
+
+    def pretrain(self, started: float, command: str, progress: bool) -> None:
+        """Gradient steps on the buffer before any self-play (it holds the expert transitions alone then),
+        logged like self-play's and saved at the end (an interrupted pre-training resumes from its start's
+        checkpoint)."""
+        from tqdm import tqdm
+        todo = self.config.pretrain_updates - self.counters["pretrain_updates"]
+        if todo <= 0 or len(self.buffer) < self.config.batch_size or self.counters["step"]:
+            return
+        with tqdm(total=todo, desc="pre-training on the expert transitions", unit="update",
+                  disable=not progress) as bar:
+            for done in range(1, todo + 1):
+                self.update()
+                self.counters["pretrain_updates"] += 1
+                bar.update()
+                if done % 1000 == 0 or done == todo:
+                    record = self.log(started, evaluate=done == todo)
+                    bar.set_postfix_str(f"margin {record['margin_loss'] or 0:.3f}")
+        print(json.dumps(self.history[-1]))
+        self.save(started, command)
 
     def self_play_game(self) -> None:
         """One epsilon-greedy game of the network against itself; its transitions go into the buffer."""
@@ -244,15 +292,17 @@ class Trainer:
         return tally
 
     def log(self, started: float, evaluate: bool) -> dict:
-        record = {"step": self.counters["step"], "updates": self.counters["updates"], "games": self.counters["games"],
+        record = {"step": self.counters["step"], "updates": self.counters["updates"],
+                  "pretrain_updates": self.counters["pretrain_updates"], "games": self.counters["games"],
                   "epsilon": epsilon_at(self.counters["step"], self.config),
                   "td_loss": float(np.mean(self.losses)) if self.losses else None,
+                  "margin_loss": float(np.mean(self.margin_losses)) if self.margin_losses else None,
                   "buffer": len(self.buffer), "expert_share": self.buffer.expert_share(),
                   "seconds": self.counters["seconds"] + time.time() - started}
         if evaluate and self.config.eval_games:
             record.update(self.evaluate(self.config.eval_games))
             record["eval_score"] = (record["eval_wins"] + 0.5 * record["eval_draws"]) / self.config.eval_games
-        self.losses = []
+        self.losses, self.margin_losses = [], []
         self.history.append(record)
         return record
 
@@ -266,7 +316,7 @@ class Trainer:
                     "history": self.history, "config": asdict(self.config)}, temporary)
         temporary.replace(self.checkpoint)
         self.buffer.save(self.out / "replay.npz")
-        save_history(self.history, self.out, "step", {"TD loss": ["td_loss"],
+        save_history(self.history, self.out, "step", {"losses": ["td_loss", "margin_loss"],
                                                       "exploration": ["epsilon", "expert_share"],
                                                       "greedy vs random mover": ["eval_score"]})
         return export_dqn(self.checkpoint, self.out / "dqn.onnx", command)
@@ -281,6 +331,7 @@ def train_dqn(config: DQNConfig, progress: bool = True, command: str = "") -> Pa
     else:
         trainer.prefill(progress)
     started = time.time()
+    trainer.pretrain(started, command, progress)
     step = trainer.counters["step"]
     next_log = (step // 1000 + 1) * 1000
     next_eval = (step // config.eval_every + 1) * config.eval_every if config.eval_every else None

@@ -9,8 +9,12 @@ change of the mover's material from its move to its next turn (piece values
 1/3/3/5/9, a pawn worth :data:`MATERIAL_REWARD_SCALE`).
 
 States are stored bit-packed (136 bytes in planes18) together with the legal
-moves of the next state as a 4672-bit mask (584 bytes), which the target's max
-needs; 100,000 transitions take about 90 MB.
+moves of the state and of the next state as 4672-bit masks (584 bytes each),
+which the expert margin and the target's max need; 100,000 transitions take
+about 150 MB.
+
+The buffer can keep its expert transitions for good (as DQfD keeps its
+demonstrations): self-play then overwrites only its own oldest transitions.
 """
 
 from __future__ import annotations
@@ -93,6 +97,7 @@ def game_transitions(states: list[State], actions: list[int], final_material: in
         if material_rewards:
             reward += MATERIAL_REWARD_SCALE * sign * (materials[min(t + 2, n)] - materials[t])
         out["state"][t], out["rule50"][t], out["action"][t] = states[t].planes, states[t].rule50, actions[t]
+        out["legal"][t] = pack_mask(states[t].indices)
         out["reward"][t], out["done"][t] = reward, done
         if not done:
             following = states[t + 2]
@@ -103,6 +108,7 @@ def game_transitions(states: list[State], actions: list[int], final_material: in
 
 def _empty(n: int, state_bytes: int) -> dict[str, np.ndarray]:
     return {"state": np.zeros((n, state_bytes), np.uint8), "rule50": np.zeros(n, np.uint8),
+            "legal": np.zeros((n, MASK_BYTES), np.uint8),
             "action": np.zeros(n, np.int16), "reward": np.zeros(n, np.float32),
             "next_state": np.zeros((n, state_bytes), np.uint8), "next_rule50": np.zeros(n, np.uint8),
             "next_legal": np.zeros((n, MASK_BYTES), np.uint8), "done": np.zeros(n, bool)}
@@ -137,7 +143,11 @@ def expert_transitions(paths: list[Path], encoding: Encoding, limit: int, materi
 
 
 class ReplayBuffer:
-    """A ring buffer of transitions: the oldest are overwritten first (the expert ones, once it is full)."""
+    """A ring buffer of transitions: the oldest are overwritten first, except those kept for good.
+
+    Transitions added with ``keep=True`` (the expert ones, before any other) take
+    the first ``kept`` slots, which the ring never overwrites.
+    """
 
     def __init__(self, capacity: int, state_bytes: int) -> None:
         self.capacity = capacity
@@ -145,20 +155,30 @@ class ReplayBuffer:
         self.arrays["expert"] = np.zeros(capacity, bool)
         self.size = 0
         self.position = 0
+        #: Slots at the start that are never overwritten.
+        self.kept = 0
 
     def __len__(self) -> int:
         return self.size
 
-    def add(self, transitions: dict[str, np.ndarray], expert: bool = False) -> None:
+    def add(self, transitions: dict[str, np.ndarray], expert: bool = False, keep: bool = False) -> None:
         n = len(transitions["action"])
-        for start in range(0, n, self.capacity):
-            chunk = min(n - start, self.capacity)
-            index = (self.position + np.arange(chunk)) % self.capacity
+        if keep:
+            if self.size != self.kept:
+                raise ValueError("transitions kept for good go into the buffer before any other")
+            n = min(n, self.capacity - self.kept - 1)  # the ring keeps at least one slot
+            transitions = {name: values[:n] for name, values in transitions.items()}
+        ring = self.capacity - self.kept
+        for start in range(0, n, ring):
+            chunk = min(n - start, ring)
+            index = self.kept + (self.position - self.kept + np.arange(chunk)) % ring
             for name, values in transitions.items():
                 self.arrays[name][index] = values[start:start + chunk]
             self.arrays["expert"][index] = expert
-            self.position = int((self.position + chunk) % self.capacity)
+            self.position = int(self.kept + (self.position - self.kept + chunk) % ring)
             self.size = min(self.capacity, self.size + chunk)
+        if keep:
+            self.kept = self.position = self.size
 
     def sample(self, batch: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         index = rng.integers(0, self.size, size=batch)
@@ -170,16 +190,28 @@ class ReplayBuffer:
     def save(self, path: Path) -> None:
         """Write atomically (a temporary file renamed), so that an interruption never leaves half a buffer."""
         temporary = path.with_name(path.name + ".tmp.npz")
-        np.savez(temporary, size=self.size, position=self.position, **self.arrays)
+        np.savez(temporary, size=self.size, position=self.position, kept=self.kept, **self.arrays)
         os.replace(temporary, path)
 
     @classmethod
     def load(cls, path: Path, capacity: Optional[int] = None) -> "ReplayBuffer":
-        """A saved buffer, oldest transitions first (only the newest ``capacity`` when it is smaller)."""
+        """A saved buffer: the kept transitions, then the others oldest first (only the newest that fit when
+        ``capacity`` is smaller)."""
         with np.load(path) as data:
+            if "legal" not in data.files:
+                raise ValueError(f"{path}: a replay buffer of an older format (no legal-move masks): start a new "
+                                 f"run directory")
             buffer = cls(capacity or len(data["action"]), data["state"].shape[1])
             size, position = int(data["size"]), int(data["position"])
-            order = ((np.arange(size) + (position - size)) % len(data["action"]))[-buffer.capacity:]
-            buffer.add({k: data[k][order] for k in buffer.arrays if k != "expert"})
-            buffer.arrays["expert"][:len(order)] = data["expert"][order]
+            kept = int(data["kept"]) if "kept" in data.files else 0
+            ring = len(data["action"]) - kept
+            recent = kept + (np.arange(size - kept) + (position - kept) - (size - kept)) % ring
+            names = [k for k in buffer.arrays if k != "expert"]
+            if kept:
+                buffer.add({k: data[k][:kept] for k in names}, expert=True, keep=True)
+                buffer.arrays["expert"][:buffer.kept] = data["expert"][:buffer.kept]
+            recent = recent[len(recent) - min(len(recent), buffer.capacity - buffer.kept):]
+            start = buffer.size
+            buffer.add({k: data[k][recent] for k in names})
+            buffer.arrays["expert"][start:start + len(recent)] = data["expert"][recent]
         return buffer
