@@ -23,7 +23,7 @@ import chess
 
 from evaluators.base import (Evaluation, Evaluator, EvaluatorWrapper, MoveLists, Request, evaluate_in_stages,
                              value_centipawns)
-from evaluators.material import MaterialEvaluator, gain_softmax, tactical_gains
+from evaluators.material import MaterialEvaluator, gain_softmax, quiescence_cp, tactical_gains
 from evaluators.options import Option
 from evaluators.rules import checking_moves, see
 from evaluators.score import cp_to_q
@@ -49,6 +49,9 @@ class BlendedEvaluator(EvaluatorWrapper):
                help="percent of heuristic capture/promotion/check priors mixed into the policy"),
         Option("MaterialBlend", "spin", 60, 0, 100, scale=100, attribute="material_blend",
                help="percent of the material balance after the best static exchange mixed into the value"),
+        Option("BlendQuiescence", "check", False, attribute="blend_quiescence",
+               help="MaterialBlend takes the material after a capture search of up to 40 nodes instead of one "
+                    "static exchange: slower, but it sees exchanges on several squares"),
     )
 
     def __init__(self, inner: Evaluator) -> None:
@@ -71,7 +74,9 @@ class BlendedEvaluator(EvaluatorWrapper):
                                              checking_moves(board, moves) if tactical else [False] * len(moves))
             if tactical:
                 heuristic = gain_softmax(gains)
-            if material:
+            if material and self.blend_quiescence:
+                material_q = cp_to_q(quiescence_cp(self.material, board))
+            elif material:
                 material_q = cp_to_q(self.material.centipawns(board) + _best_exchange(board, moves, captures))
         elif material:
             material_q = cp_to_q(self.material.centipawns(board))

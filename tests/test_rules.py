@@ -342,10 +342,24 @@ def test_blend_is_a_separate_wrapper_and_its_options_clear_the_cache():
     assert sum(evaluation.priors.values()) == pytest.approx(1.0)
     cached = CachedEvaluator(blended)
     cached.evaluate(hanging_queen)
-    assert {o.name for o in cached.options()} == {"TacticalPriors", "MaterialBlend"}
+    assert {o.name for o in cached.options()} == {"TacticalPriors", "MaterialBlend", "BlendQuiescence"}
     assert cached.set_option("MaterialBlend", 0.0)
     assert len(cached.cache) == 0
     plain = cached.evaluate(hanging_queen)
     assert plain.value == 0.0 and plain.draw == 0.5
     assert cached.set_option("TacticalPriors", 0.0)
     assert cached.evaluate(hanging_queen).priors[capture] == pytest.approx(1 / len(list(hanging_queen.legal_moves)))
+
+
+def test_blend_quiescence_sees_what_a_capture_leaves_hanging():
+    # White to move wins the bishop (Nxe5, +330 by static exchange), but the knight on b6 then takes the queen:
+    # the capture search stands pat at the material balance (+570), the best exchange says +900
+    board = chess.Board("7k/8/1n6/4b3/Q7/5N2/8/6K1 w - - 0 1")
+    moves = list(board.legal_moves)
+    assert MaterialEvaluator().centipawns(board) + best_exchange_cp(board, moves) == 900
+    assert quiescence_cp(MaterialEvaluator(), board) == 570
+    assert board.fen() == "7k/8/1n6/4b3/Q7/5N2/8/6K1 w - - 0 1"  # the search leaves the board as it was
+    blended = BlendedEvaluator(FlatNetwork())
+    assert blended.evaluate(board).value == pytest.approx(0.6 * cp_to_q(900))
+    assert blended.set_option("BlendQuiescence", True)
+    assert blended.evaluate(board).value == pytest.approx(0.6 * cp_to_q(570))
