@@ -16,7 +16,7 @@ from evaluators.resnet import ResNetEvaluator  # noqa: E402
 from tests.conftest import FIXTURES, ROOT, engine_command, needs_stockfish  # noqa: E402
 from training.model import PolicyValueNet  # noqa: E402
 from training.rl.ppo import (Curriculum, PPOConfig, central_control, gae, masked_policy, ppo_loss,  # noqa: E402
-                             train_ppo)
+                             tempered, train_ppo)
 from training.weights import FORMAT, VERSION, save_weights  # noqa: E402
 
 
@@ -51,6 +51,17 @@ def test_masked_policy_ignores_illegal_moves_without_nan_gradients():
     torch.testing.assert_close(entropy, torch.tensor([np.log(3), 0.0], dtype=torch.float32))
     (entropy.sum() + logp[legal].sum()).backward()
     assert torch.isfinite(logits.grad).all()
+
+
+def test_the_tempered_policy_played_is_the_one_trained():
+    """Rollouts temper the engine's softmax priors; updates temper the logits: the same policy, ratio 1."""
+    logits = torch.tensor([[2.0, -1.0, 0.5, 3.0, 0.0]])
+    legal = torch.tensor([[True, True, False, True, True]])
+    priors = torch.softmax(logits[legal], dim=0).numpy().astype(np.float64)
+    for temperature in (1.0, 0.5, 0.2):
+        trained = masked_policy(logits / temperature, legal)[0].exp()[legal].numpy()
+        np.testing.assert_allclose(tempered(priors, temperature), trained, rtol=1e-5)
+    assert tempered(priors, 0.2).max() > tempered(priors, 1.0).max()
 
 
 def test_central_control_counts_attackers_and_occupants_of_the_centre():

@@ -429,6 +429,9 @@ def dqn_command(out: Path, expert_pgn: tuple[Path, ...], **kwargs) -> None:
 @click.option("--opening-plies", default=8, show_default=True, help="Longest opening line from --openings.")
 @click.option("--shaping", default=0.0, show_default=True,
               help="Weight of the potential-based central-control reward (the paper's 0.1; 0: result only).")
+@click.option("--policy-temperature", default=1.0, show_default=True,
+              help="The policy PPO samples and trains is softmax(logits / T); below 1 it plays sharper "
+                   "(the raw policy of a small network, sampled, rarely beats Stockfish at Skill Level 0).")
 @click.option("--mcts-level", default=4, show_default=True,
               help="From this Skill Level on, moves come from alpha pi_PPO + (1 - alpha) pi_MCTS.")
 @click.option("--mcts-nodes", default=64, show_default=True, help="PUCT nodes of pi_MCTS.")

@@ -7,7 +7,10 @@ win rate over the last ``window`` games at the current level reaches
 Polyglot book or a PGN, through the self-play module's opening book). Our moves are sampled from the network's policy, or, from
 ``mcts_level`` on, from the blend pi = alpha pi_PPO + (1 - alpha) pi_MCTS of the
 policy and the visit distribution of a small PUCT search; the ratio of PPO is
-always taken against the network's own policy.
+always taken against the network's own policy. That policy may be tempered,
+softmax(logits / T) with ``policy_temperature`` T < 1: a 6x64 network's raw
+policy sampled at T = 1 blunders too often to ever beat the curriculum's first
+level, so PPO trains the sharper policy that actually plays.
 
 Rewards: the result (+1/0/-1) on our last move, and optionally a shaping term
 for central control (the side's pieces attacking or occupying d4, e4, d5 and e5
@@ -101,6 +104,15 @@ def ppo_loss(new_logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.T
     return policy_loss + value_weight * value_loss - entropy_weight * entropy_mean, parts
 
 
+def tempered(policy: np.ndarray, temperature: float) -> np.ndarray:
+    """softmax(logits / T) from softmax(logits) over the same moves: policy ** (1 / T), renormalised."""
+    if temperature == 1.0:
+        return policy
+    logs = np.log(np.maximum(policy, 1e-300)) / temperature
+    weights = np.exp(logs - logs.max())
+    return weights / weights.sum()
+
+
 def masked_policy(logits: torch.Tensor, legal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(log-probabilities over the legal moves, entropy) of policy logits (B, 4672) and legal masks (B, 4672).
 
@@ -171,6 +183,7 @@ class PPOConfig:
     opening_share: float = 0.5
     opening_plies: int = 8
     shaping: float = 0.0  # weight of the central-control shaping (the paper's 0.1 when on)
+    policy_temperature: float = 1.0  # the policy PPO plays and trains is softmax(logits / T)
     mcts_level: int = 4  # from this Skill Level on, moves come from the PPO/MCTS blend
     mcts_nodes: int = 64
     alpha: float = 0.5
@@ -263,7 +276,8 @@ class Trainer:
         state = observe(board, self.encoding)
         evaluation = self.evaluator.evaluate(board, state.moves)
         priors = evaluation.priors or {}
-        policy = np.array([priors[m] for m in state.moves], dtype=np.float64)
+        policy = tempered(np.array([priors[m] for m in state.moves], dtype=np.float64),
+                          self.config.policy_temperature)
         blend = policy
         if search is not None:
             search.search(board, SearchControl(max_nodes=self.config.mcts_nodes), lambda info: None)
@@ -356,7 +370,8 @@ class Trainer:
                 rows = order[start:start + config.minibatch]
                 logits, wdl = self.model(unpack_planes(data["planes"][rows], data["rule50"][rows],
                                                        self.encoding.binary_planes))
-                logp, entropy = masked_policy(logits.float(), unpack_bits(data["legal"][rows], POLICY_SIZE))
+                logp, entropy = masked_policy(logits.float() / config.policy_temperature,
+                                              unpack_bits(data["legal"][rows], POLICY_SIZE))
                 probabilities = torch.softmax(wdl.float(), dim=1)
                 loss, parts = ppo_loss(logp.gather(1, data["action"][rows, None]).squeeze(1), data["logp"][rows],
                                        data["advantage"][rows], probabilities[:, 0] - probabilities[:, 2],
