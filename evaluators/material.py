@@ -157,23 +157,29 @@ def quiescence_cp(evaluator: MaterialEvaluator, board: chess.Board, budget: int 
     A cheap tactical correction for evaluators that do not see hanging pieces:
     stand pat or capture, in :func:`evaluators.rules.mvv_lva` order.
     """
+    return quiescence_line(evaluator, board, budget)[0]
+
+
+def quiescence_line(evaluator: MaterialEvaluator, board: chess.Board, budget: int = 40
+                    ) -> tuple[int, list[chess.Move]]:
+    """:func:`quiescence_cp` and its principal variation: the captures both sides make before standing pat."""
     nodes = [0]
 
-    def search(alpha: int, beta: int) -> int:
+    def search(alpha: int, beta: int) -> tuple[int, list[chess.Move]]:
         nodes[0] += 1
         stand_pat = evaluator.centipawns(board)
         if stand_pat >= beta or nodes[0] >= budget:
-            return stand_pat
-        alpha = max(alpha, stand_pat)
+            return stand_pat, []
+        alpha, line = max(alpha, stand_pat), []
         captures = sorted(board.generate_legal_captures(), key=lambda m: mvv_lva(board, m), reverse=True)
         for move in captures:
             board.push(move)
-            score = -search(-beta, -alpha)
+            score, rest = search(-beta, -alpha)
             board.pop()
-            if score > alpha:
-                alpha = score
-                if score >= beta:
+            if -score > alpha:
+                alpha, line = -score, [move, *rest]
+                if alpha >= beta:
                     break
-        return alpha
+        return alpha, line
 
     return search(-100000, 100000)

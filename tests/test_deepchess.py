@@ -113,6 +113,38 @@ def test_sibling_pairs_share_a_parent_follow_the_scores_and_skip_ties(tmp_path):
     assert len(sibling_pairs(siblings, margin=0.0)[0]) == 6 + 3  # without a margin, no pair is a tie
 
 
+def test_quiet_siblings_are_encoded_after_their_exchange(tmp_path):
+    # White's Nxd5 wins the queen and Black recaptures (c6xd5, then Rxd5); the quiet move h2h3 starts no exchange
+    fen = "4k3/8/2p5/3q4/8/2N5/7P/3RK3 w - - 0 1"
+    path = write_multipv(tmp_path / "labels.jsonl.gz", [(fen, [("c3d5", 500, None), ("h2h3", -700, None)])])
+    raw, _, _ = split_siblings(read_labels(path), lambda key: False)
+    quiet, _, _ = split_siblings(read_labels(path), lambda key: False, quiet=True)
+    expected = {"c3d5": ["c3d5", "c6d5", "d1d5"], "h2h3": ["h2h3"]}
+    for siblings, quiet_children in ((raw, False), (quiet, True)):
+        assert [m.decode() for m in siblings.move] == ["c3d5", "h2h3"]  # moves and scores are the parent's
+        for c, move in enumerate(("c3d5", "h2h3")):
+            board = chess.Board(fen)
+            for uci in expected[move] if quiet_children else [move]:
+                board.push_uci(uci)
+            assert (unpack(siblings.children[c:c + 1])[0] == encode(board)).all()
+
+
+def test_search_preferred_child_plays_the_scored_children_only(tmp_path):
+    from search.alphabeta import AlphaBetaSearch
+    from training.valset import search_preferred_child
+    fen = "4k3/8/2p5/3q4/8/2N5/7P/3RK3 w - - 0 1"  # Nxd5 wins the queen; Nb5 hangs the knight to it
+
+    def share(lines: list[tuple[str, int, None]]) -> float | None:
+        path = write_multipv(tmp_path / "labels.jsonl.gz", [(fen, lines)])
+        siblings, _, _ = split_siblings(read_labels(path), lambda key: False)
+        return search_preferred_child(AlphaBetaSearch(MaterialEvaluator()), siblings, 1, 10)
+
+    assert share([("c3d5", 500, None), ("h2h3", -700, None)]) == 1.0  # material agrees with the engine
+    assert share([("h2h3", 10, None), ("c3d5", -700, None)]) == 0.0  # it takes the queen all the same
+    # allowed only h2h3 and Nb5, it keeps the knight rather than play the capture it was not given
+    assert share([("h2h3", 10, None), ("c3b5", -300, None)]) == 1.0
+
+
 def test_held_out_games_hold_out_their_sibling_parents(tmp_path):
     labels = toy_labels(tmp_path / "labels.jsonl.gz", moves=3)
     config = DeepChessConfig(pgn=[str(FIXTURE)], out=str(tmp_path / "run"), labels=[str(labels)], validation=0.3)

@@ -11,7 +11,7 @@ import pytest
 from evaluators.base import Evaluation, Evaluator
 from evaluators.blend import BlendedEvaluator, best_exchange_cp
 from evaluators.cache import CachedComparator, CachedEvaluator, LruCache
-from evaluators.material import MaterialEvaluator, quiescence_cp
+from evaluators.material import MaterialEvaluator, quiescence_cp, quiescence_line
 from evaluators.options import Configurable, Option, OptionError
 from evaluators.rules import (MATE, TB_WIN_CP, game_result, insufficient_material, keeps_material, mate_in_moves,
                               mate_in_one, mated_score, mating_score, mvv_lva, repetition_draw, repetition_draw_keys,
@@ -161,6 +161,19 @@ def test_quiescence_uses_the_shared_ordering_and_sees_recaptures():
     evaluator = MaterialEvaluator()
     assert quiescence_cp(evaluator, chess.Board("4k3/8/4p3/3p4/8/8/3Q4/4K3 w - - 0 1")) == 900 - 200
     assert quiescence_cp(evaluator, chess.Board("4k3/8/8/3p4/8/8/3Q4/4K3 w - - 0 1")) == 900
+
+
+def test_quiescence_line_is_the_capture_sequence_behind_its_score():
+    evaluator = MaterialEvaluator()
+    # Nxd5 wins the queen; Black recaptures (losing the pawn to Rxd5 is better than staying a rook down)
+    board = chess.Board("4k3/8/2p5/3q4/8/2N5/8/3RK3 w - - 0 1")
+    assert quiescence_line(evaluator, board) == (quiescence_cp(evaluator, board),
+                                                 [chess.Move.from_uci(m) for m in ("c3d5", "c6d5", "d1d5")])
+    assert quiescence_line(evaluator, board)[0] == 500
+    # the same pawn guarding a pawn: Nxd5 cxd5 Rxd5 would give a knight for two pawns, so White stands pat
+    board = chess.Board("4k3/8/2p5/3p4/8/2N5/8/3RK3 w - - 0 1")
+    assert quiescence_line(evaluator, board) == (evaluator.centipawns(board), [])
+    assert quiescence_line(evaluator, chess.Board()) == (0, [])
 
 
 # ----------------------------------------------------------------- mate in one

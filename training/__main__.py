@@ -236,6 +236,9 @@ def _deepchess_data_options(command):
         click.option("--per-game", default=10, show_default=True, help="Random positions per decisive game."),
         click.option("--sibling-margin", default=0.05, show_default=True,
                      help="Siblings whose expected scores (-1..1) differ by less count as tied and are skipped."),
+        click.option("--sibling-quiet", is_flag=True,
+                     help="Encode each sibling child after the captures material with capture quiescence expects "
+                          "(the quiet position the comparison search judges), not right after its move."),
         click.option("--validation", default=0.1, show_default=True, help="Fraction of games held out."),
         click.option("--val-pairs", default=20_000, show_default=True, help="Held-out won-vs-lost pairs."),
         click.option("--val-parents", default=10_000, show_default=True, help="Held-out sibling parents kept."),
@@ -289,14 +292,30 @@ def deepchess_valset(pgn: tuple[str, ...], out: Path, labels: tuple[str, ...], e
 @click.argument("networks", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--eval-set", "eval_sets", multiple=True, required=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Validation set (repeatable).")
+@click.option("--search-depth", type=click.IntRange(1, 4),
+              help="Also pick each held-out parent's child by the engine's own search to this depth, restricted "
+                   "to the scored children (`go searchmoves`): the comparison search for .onnx comparators, "
+                   "material alpha-beta as the baseline.")
+@click.option("--parents", default=2000, show_default=True, help="Held-out parents searched with --search-depth.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the figures as JSON.")
-def deepchess_eval(networks: tuple[Path, ...], eval_sets: tuple[Path, ...], out: Path | None) -> None:
+def deepchess_eval(networks: tuple[Path, ...], eval_sets: tuple[Path, ...], search_depth: int | None, parents: int,
+                   out: Path | None) -> None:
     """Measure comparators (.pt checkpoints or exported .onnx) on validation sets: won-vs-lost and sibling-pair
     accuracy, and how often the preferred child is the engine's best move."""
     from training.deepchess import evaluate_all, load_network
-    from training.valset import ValidationSet
-    figures = evaluate_all({str(path): load_network(path) for path in networks},
-                           [ValidationSet.load(path) for path in eval_sets])
+    from training.valset import ValidationSet, search_preferred_child
+    sets = [ValidationSet.load(path) for path in eval_sets]
+    figures = evaluate_all({str(path): load_network(path) for path in networks}, sets)
+    if search_depth:
+        from engine.backends import build_evaluator, build_search
+        searchers = {"material_alphabeta": ("material", "alphabeta", None),
+                     **{str(path): ("comparator", "comparison", str(path)) for path in networks
+                        if path.suffix == ".onnx"}}
+        for validation in sets:
+            for name, (evaluator, search, weights) in searchers.items():
+                share = search_preferred_child(build_search(search, build_evaluator(evaluator, weights)),
+                                               validation.siblings, search_depth, parents)
+                figures[validation.name].setdefault(name, {})[f"preferred_child_depth{search_depth}"] = share
     _print_figures(figures, out)
 
 

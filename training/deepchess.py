@@ -334,6 +334,7 @@ class DeepChessConfig:
     lr: float = 1e-3
     sibling_share: float = 0.5  # share of sibling pairs among the training pairs (when labels are given)
     sibling_margin: float = 0.05  # expected-score gap below which two siblings count as tied
+    sibling_quiet: bool = False  # children encoded after their captures (training.pairs.SiblingBuilder)
     validation: float = 0.1
     val_pairs: int = 20_000
     val_parents: int = 10_000
@@ -374,12 +375,13 @@ def prepare_data(config: DeepChessConfig, name: str = "validation", training: bo
         return not _contains(games.known_keys, key) and bool(held_out(key, config.validation))
 
     parents = chain.from_iterable(read_labels(Path(p)) for p in config.labels)
-    train_siblings, val_siblings, counts = split_siblings(parents, parent_held_out, training)
+    train_siblings, val_siblings, counts = split_siblings(parents, parent_held_out, training,
+                                                          config.sibling_quiet)
     log(f"sibling parents: {len(train_siblings)} training, {len(val_siblings)} held out ({counts})")
     validation = build_validation_set(
         name, val_set, val_siblings, games.heldout_keys, config.val_pairs, config.val_parents, config.sibling_margin,
         config.seed, {"files": config.pgn, "labels": config.labels, "validation": config.validation,
-                      "per_game": config.per_game, "seed": config.seed})
+                      "per_game": config.per_game, "seed": config.seed, "sibling_quiet": config.sibling_quiet})
     report = {"files": config.pgn, "labels": config.labels, "read": stats.summary(), "games": stats.games,
               "decisive_games": games.decisive, "decisive_share": games.decisive / max(1, stats.games),
               "train_positions": int(len(train_set.bits)), "validation_positions": int(len(val_set.bits)),

@@ -26,12 +26,15 @@ import chess.polyglot
 import numpy as np
 
 from evaluators.bits773 import INPUT_SIZE, active_features
+from evaluators.material import MaterialEvaluator, quiescence_line
 from evaluators.moves import index_to_move
 from evaluators.score import cp_to_q
 from training.pgn import DataError, open_text
 from training.shards import is_shard_dir, iter_shards, score_cp
 
 PACKED_SIZE = (INPUT_SIZE + 7) // 8
+#: Nodes of the capture quiescence that makes a sibling child quiet.
+QUIET_BUDGET = 40
 
 
 def pack(board: chess.Board) -> np.ndarray:
@@ -162,9 +165,19 @@ class SiblingSet:
 
 
 class SiblingBuilder:
-    """Collects parents and encodes their children."""
+    """Collects parents and encodes their children.
 
-    def __init__(self) -> None:
+    With ``quiet``, a child is encoded after the captures that material with
+    capture quiescence expects both sides to make (at most ``QUIET_BUDGET``
+    nodes): the comparison search judges its leaves only after its own capture
+    quiescence, and the paper left out positions right after a capture for the
+    same reason, so the pair shows the comparator the quiet position it will be
+    asked about, not a half-finished exchange.
+    """
+
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet
+        self.material = MaterialEvaluator()
         self.children: list[np.ndarray] = []
         self.offsets, self.scores, self.moves = [0], [], []
         self.white, self.keys, self.fens = [], [], []
@@ -178,8 +191,12 @@ class SiblingBuilder:
             return False
         for score, move in scored:
             board.push(move)
+            line = quiescence_line(self.material, board, QUIET_BUDGET)[1] if self.quiet else []
+            for capture in line:
+                board.push(capture)
             self.children.append(pack(board))
-            board.pop()
+            for _ in range(len(line) + 1):
+                board.pop()
             self.scores.append(score)
             self.moves.append(move.uci())
         self.offsets.append(len(self.scores))
@@ -195,14 +212,15 @@ class SiblingBuilder:
                           np.array(self.keys, dtype=np.uint64), np.array(self.fens, dtype="S92"))
 
 
-def split_siblings(parents: Iterable[ScoredParent], held_out: Callable[[int], bool], training: bool = True
-                   ) -> tuple[SiblingSet, SiblingSet, dict[str, int]]:
+def split_siblings(parents: Iterable[ScoredParent], held_out: Callable[[int], bool], training: bool = True,
+                   quiet: bool = False) -> tuple[SiblingSet, SiblingSet, dict[str, int]]:
     """(training, validation) sibling sets; ``held_out(key)`` sends a parent to validation.
 
     A position is used once (first occurrence); with ``training`` False only the
-    validation set is encoded.
+    validation set is encoded; ``quiet`` encodes the children after their captures
+    (:class:`SiblingBuilder`).
     """
-    train, validation = SiblingBuilder(), SiblingBuilder()
+    train, validation = SiblingBuilder(quiet), SiblingBuilder(quiet)
     seen: set[int] = set()
     counts = {"read": 0, "duplicates": 0, "fewer than two legal scored moves": 0}
     for parent in parents:

@@ -19,6 +19,7 @@ import chess
 import numpy as np
 
 from evaluators.material import MaterialEvaluator, quiescence_cp
+from search.base import Search, SearchControl
 from training.pairs import PositionSet, SiblingSet, won_lost_pairs
 from training.pgn import DataError
 
@@ -107,3 +108,20 @@ def material_preferred_child(siblings: SiblingSet) -> float | None:
 def random_preferred_child(siblings: SiblingSet) -> float | None:
     """The same share for a uniformly random choice among the scored children."""
     return float(np.mean(1.0 / np.diff(siblings.offset))) if len(siblings) else None
+
+
+def search_preferred_child(search: Search, siblings: SiblingSet, depth: int, parents: int) -> float | None:
+    """Share of the first ``parents`` parents where ``search`` to ``depth``, allowed only the scored children
+    (`go searchmoves`), plays the engine's best move: the preferred child as the engine itself would pick it,
+    its quiescence included."""
+    count = min(parents, len(siblings))
+    if not count:
+        return None
+    hits = 0
+    for p in range(count):
+        board = chess.Board(siblings.fen[p].decode())
+        moves = [chess.Move.from_uci(m.decode()) for m in siblings.move[siblings.offset[p]:siblings.offset[p + 1]]]
+        search.new_game()
+        result = search.search(board, SearchControl(max_depth=depth, searchmoves=moves), lambda info: None)
+        hits += result.best_move == moves[0]
+    return hits / count
