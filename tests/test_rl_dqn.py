@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import chess
@@ -18,7 +19,8 @@ from evaluators.dqn import DQNEvaluator  # noqa: E402
 from evaluators.encoding import get_encoding  # noqa: E402
 from search.base import SearchControl  # noqa: E402
 from search.puct import PuctSearch  # noqa: E402
-from training.rl.dqn import DQNConfig, expert_margin_loss, td_loss, td_targets, train_dqn  # noqa: E402
+from training.rl.dqn import (DQNConfig, expert_cross_entropy, expert_margin_loss, td_loss, td_targets,  # noqa: E402
+                             train_dqn)
 from training.rl.replay import ReplayBuffer, game_transitions, observe, unpack_bits, white_material  # noqa: E402
 
 ENCODING = get_encoding("planes18")
@@ -168,3 +170,13 @@ def test_replay_buffer_keeps_expert_transitions_for_good(tmp_path):
         again.add({k: v[:1] for k, v in transitions.items()}, expert=True, keep=True)
     legal = unpack_bits(torch.from_numpy(transitions["legal"][:1]), 4672)[0]
     assert sorted(torch.nonzero(legal).flatten().tolist()) == sorted(states[0].indices.tolist())
+
+
+def test_expert_cross_entropy_against_hand_computed_values():
+    q = torch.tensor([[0.2, 0.5, 9.0], [1.0, 0.0, 0.9]])
+    legal = torch.tensor([[True, True, False], [True, True, True]])
+    action = torch.tensor([0, 2])
+    # softmax(Q / 0.1) over the legal moves only: row 0 over (2, 5), row 1 over (10, 0, 9)
+    row0 = -(2.0 - math.log(math.exp(2.0) + math.exp(5.0)))
+    row1 = -(9.0 - math.log(math.exp(10.0) + math.exp(0.0) + math.exp(9.0)))
+    torch.testing.assert_close(expert_cross_entropy(q, legal, action, 0.1), torch.tensor((row0 + row1) / 2))

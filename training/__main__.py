@@ -389,10 +389,15 @@ def selfplay_command(out: Path, command: str, games: int, nodes: int, random_pli
               help="result: +1/0/-1 at the end of the game; material: also the mover's material change after "
                    "the opponent's reply (1/3/3/5/9, a pawn worth 0.1).")
 @click.option("--expert-weight", default=0.0, show_default=True,
-              help="Weight of DQfD's large-margin loss on the expert transitions, which then stay in the buffer "
-                   "for good (0: the paper's DQN, whose expert transitions self-play overwrites in time).")
+              help="Weight of the expert loss (--expert-loss) on the expert transitions, which then stay in the "
+                   "buffer for good (0: the paper's DQN, whose expert transitions self-play overwrites in time).")
+@click.option("--expert-loss", type=click.Choice(["margin", "cross-entropy"]), default="margin", show_default=True,
+              help="margin: DQfD's large-margin loss; cross-entropy: softmax(Q / --expert-temperature) over the "
+                   "legal moves against the expert's move (moves every legal Q-value at once).")
 @click.option("--expert-margin", default=0.8, show_default=True,
-              help="Margin by which the expert's move must beat every other legal move's Q-value.")
+              help="Margin by which the expert's move must beat every other legal move's Q-value (margin loss).")
+@click.option("--expert-temperature", default=0.1, show_default=True,
+              help="Temperature of the cross-entropy expert loss (the engine reads Q-values at QTemperature 0.1).")
 @click.option("--pretrain-updates", default=0, show_default=True,
               help="Gradient steps on the expert transitions alone before self-play begins (DQfD's pre-training).")
 @click.option("--blocks", default=2, show_default=True, help="Residual blocks of the Q-network.")
