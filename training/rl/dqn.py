@@ -102,9 +102,6 @@ def expert_cross_entropy(q: torch.Tensor, legal: torch.Tensor, action: torch.Ten
     return -logp.gather(1, action.unsqueeze(1)).mean()
 
 
-EXPERT_LOSSES = ("margin", "cross-entropy")
-
-
 @dataclass
 class DQNConfig:
     out: str
@@ -121,7 +118,7 @@ class DQNConfig:
     target_sync: int = 500
     train_every: int = 4
     reward: str = "result"  # result | material
-    expert_weight: float = 0.0  # weight of the expert margin loss (0: the paper's DQN, experts overwritten in time)
+    expert_weight: float = 0.0  # weight of the expert loss (0: the paper's DQN, experts overwritten in time)
     expert_margin: float = 0.8
     expert_loss: str = "margin"  # margin (DQfD) | cross-entropy (softmax of Q / expert_temperature)
     expert_temperature: float = 0.1
@@ -183,7 +180,7 @@ class Trainer:
         self.counters = {"step": 0, "updates": 0, "pretrain_updates": 0, "games": 0, "seconds": 0.0}
         self.history: list[dict] = []
         self.losses: list[float] = []
-        self.margin_losses: list[float] = []
+        self.expert_losses: list[float] = []
         self.buffer = ReplayBuffer(config.buffer, self.encoding.binary_planes * 8)
         self.rng = np.random.default_rng(config.seed)
         self.random = random.Random(config.seed)
@@ -240,11 +237,11 @@ class Trainer:
         expert = batch["expert"]
         if config.expert_weight and expert.any():
             legal = unpack_bits(batch["legal"][expert], POLICY_SIZE)
-            margin = (expert_margin_loss(q[expert], legal, action[expert], config.expert_margin)
-                      if config.expert_loss == "margin" else
-                      expert_cross_entropy(q[expert], legal, action[expert], config.expert_temperature))
-            self.margin_losses.append(margin.item())
-            loss = loss + config.expert_weight * margin
+            expert_loss = (expert_margin_loss(q[expert], legal, action[expert], config.expert_margin)
+                           if config.expert_loss == "margin" else
+                           expert_cross_entropy(q[expert], legal, action[expert], config.expert_temperature))
+            self.expert_losses.append(expert_loss.item())
+            loss = loss + config.expert_weight * expert_loss
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 10.0)
@@ -269,7 +266,7 @@ class Trainer:
                 bar.update()
                 if done % 1000 == 0 or done == todo:
                     record = self.log(started, evaluate=done == todo)
-                    bar.set_postfix_str(f"margin {record['margin_loss'] or 0:.3f}")
+                    bar.set_postfix_str(f"expert loss {record['expert_loss'] or 0:.3f}")
         print(json.dumps(self.history[-1]))
         self.save(started, command)
 
@@ -316,13 +313,13 @@ class Trainer:
                   "pretrain_updates": self.counters["pretrain_updates"], "games": self.counters["games"],
                   "epsilon": epsilon_at(self.counters["step"], self.config),
                   "td_loss": float(np.mean(self.losses)) if self.losses else None,
-                  "margin_loss": float(np.mean(self.margin_losses)) if self.margin_losses else None,
+                  "expert_loss": float(np.mean(self.expert_losses)) if self.expert_losses else None,
                   "buffer": len(self.buffer), "expert_share": self.buffer.expert_share(),
                   "seconds": self.counters["seconds"] + time.time() - started}
         if evaluate and self.config.eval_games:
             record.update(self.evaluate(self.config.eval_games))
             record["eval_score"] = (record["eval_wins"] + 0.5 * record["eval_draws"]) / self.config.eval_games
-        self.losses, self.margin_losses = [], []
+        self.losses, self.expert_losses = [], []
         self.history.append(record)
         return record
 
@@ -336,7 +333,7 @@ class Trainer:
                     "history": self.history, "config": asdict(self.config)}, temporary)
         temporary.replace(self.checkpoint)
         self.buffer.save(self.out / "replay.npz")
-        save_history(self.history, self.out, "step", {"losses": ["td_loss", "margin_loss"],
+        save_history(self.history, self.out, "step", {"losses": ["td_loss", "expert_loss"],
                                                       "exploration": ["epsilon", "expert_share"],
                                                       "greedy vs random mover": ["eval_score"]})
         return export_dqn(self.checkpoint, self.out / "dqn.onnx", command)
