@@ -460,6 +460,9 @@ def dqn_command(out: Path, expert_pgn: tuple[Path, ...], **kwargs) -> None:
               help="From this Skill Level on, moves come from alpha pi_PPO + (1 - alpha) pi_MCTS.")
 @click.option("--mcts-nodes", default=64, show_default=True, help="PUCT nodes of pi_MCTS.")
 @click.option("--alpha", default=0.5, show_default=True, help="Share of the network's policy in the blend.")
+@click.option("--mcts-temperature", default=1.0, show_default=True,
+              help="pi_MCTS is the visit counts ** (1 / T), renormalised: below 1 it leans to the most visited move "
+                   "(raw 64-node visit counts sampled as they are lost 25 of 32 games at Skill Level 0).")
 @click.option("--max-plies", default=300, show_default=True, help="Games are drawn here.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda.")
 @click.option("--threads", default=1, show_default=True, help="PyTorch CPU threads.")

@@ -187,6 +187,7 @@ class PPOConfig:
     mcts_level: int = 4  # from this Skill Level on, moves come from the PPO/MCTS blend
     mcts_nodes: int = 64
     alpha: float = 0.5
+    mcts_temperature: float = 1.0  # pi_MCTS = visits ** (1 / T), renormalised
     max_plies: int = 300
     device: str = "auto"
     threads: int = 1
@@ -284,7 +285,8 @@ class Trainer:
             visits = {child.move: child.visits for child in search.root.children or []}
             counts = np.array([visits.get(m, 0) for m in state.moves], dtype=np.float64)
             if counts.sum() > 0:
-                blend = self.config.alpha * policy + (1 - self.config.alpha) * counts / counts.sum()
+                searched = tempered(counts / counts.sum(), self.config.mcts_temperature)
+                blend = self.config.alpha * policy + (1 - self.config.alpha) * searched
         choice = int(self.rng.choice(len(state.moves), p=blend / blend.sum()))
         return Step(state.planes, state.rule50, pack_mask(state.indices), int(state.indices[choice]),
                     float(np.log(max(policy[choice], 1e-12))), evaluation.value,
