@@ -89,8 +89,8 @@ def tiny_weights(path: Path) -> Path:
 def test_ppo_toy_run_climbs_the_curriculum_and_exports_a_network_the_engine_plays_with(tmp_path):
     config = PPOConfig(str(tiny_weights(tmp_path / "tiny.pt")), str(tmp_path / "ppo"), updates=2, games_per_update=2,
                        minibatch=16, max_plies=30, stockfish_nodes=200, window=2, promote_win_rate=0.0,
-                       openings=str(FIXTURES / "games.pgn"), shaping=0.1, mcts_level=1, mcts_nodes=8, mcts_temperature=0.5,
-                       device="cpu")
+                       openings=str(FIXTURES / "games.pgn"), shaping=0.1, mcts_level=1, mcts_nodes=8,
+                       mcts_temperature=0.5, device="cpu")
     onnx = train_ppo(config, progress=False)
     history = json.loads((tmp_path / "ppo" / "history.json").read_text())
     assert [h["level"] for h in history] == [1, 2]  # promoted after every window of 2 games

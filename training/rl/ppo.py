@@ -4,9 +4,10 @@ The policy-value network is fine-tuned with clipped PPO on games against
 Stockfish whose `Skill Level` rises as a curriculum: the level goes up when the
 win rate over the last ``window`` games at the current level reaches
 ``promote_win_rate``. A share of the games starts from injected openings (a
-Polyglot book or a PGN, through the self-play module's opening book). Our moves are sampled from the network's policy, or, from
-``mcts_level`` on, from the blend pi = alpha pi_PPO + (1 - alpha) pi_MCTS of the
-policy and the visit distribution of a small PUCT search; the ratio of PPO is
+Polyglot book or a PGN, through the self-play module's opening book). Our moves
+are sampled from the network's policy, or, from ``mcts_level`` on, from the
+blend pi = alpha pi_PPO + (1 - alpha) pi_MCTS of the policy and the visit
+distribution of a small PUCT search (sharpened by ``mcts_temperature``); the ratio of PPO is
 always taken against the network's own policy. That policy may be tempered,
 softmax(logits / T) with ``policy_temperature`` T < 1: a 6x64 network's raw
 policy sampled at T = 1 blunders too often to ever beat the curriculum's first
