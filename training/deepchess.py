@@ -449,7 +449,7 @@ def evaluate_all(networks: dict[str, Comparator], sets: list[ValidationSet],
 
 
 def load_comparator(path: Path) -> tuple[Comparator, dict]:
-    state = torch.load(path, map_location="cpu")
+    state = torch.load(path, map_location="cpu", weights_only=True)  # a .pt from a stranger runs no code
     model = Comparator(state["sizes"]["tower"], state["sizes"]["head"])
     model.load_state_dict(state["model"])
     model.eval()
