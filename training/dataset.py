@@ -16,7 +16,6 @@ int8 (+1/0/-1 for the side to move), ``eval`` float32 expected score or NaN,
 from __future__ import annotations
 
 import json
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -28,6 +27,7 @@ import numpy as np
 from evaluators.encoding import Encoding, assemble, get_encoding
 from evaluators.moves import move_to_index
 from training.pgn import Position, ReadStats, iter_epd, iter_positions
+from training.processes import process_pool
 
 ARRAYS = ("planes", "rule50", "move", "result", "eval", "game")
 
@@ -88,7 +88,7 @@ def build_samples(paths: list[Path], encoding_name: str, filters: dict, workers:
             for file_number, path in enumerate(paths) for w in range(workers)]
     stats = ReadStats()
     parts = []
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with process_pool(workers) as pool:
         results = pool.map(_read_part, jobs)
         if progress:
             from tqdm import tqdm

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import re
 import shlex
-from concurrent.futures import ProcessPoolExecutor, wait
+from concurrent.futures import wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -22,6 +22,7 @@ import chess.pgn
 import chess.polyglot
 
 from training.pgn import RESULT_WHITE, iter_games, open_text, ReadStats
+from training.processes import process_pool
 
 HEADER = re.compile(r'\[\w+ "')  # a PGN tag pair; a wrapped comment line may start with "[%eval"
 #: Seconds between two looks at the part files for the progress bar.
@@ -172,7 +173,7 @@ def _run_parts(function, jobs: list[tuple], out: Path, workers: int, total: Opti
     def games_so_far() -> int:
         return sum(_count_games(_part(out, worker)) for worker in range(workers))
 
-    with ProcessPoolExecutor(max_workers=workers) as pool, \
+    with process_pool(workers) as pool, \
             tqdm(total=total, initial=games_so_far(), desc=out.name, unit="game") as bar:
         futures = [pool.submit(function, job) for job in jobs]
         while wait(futures, timeout=PROGRESS_EVERY_S).not_done:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import lzma
-import multiprocessing
 import random
 import shlex
 import time
@@ -34,6 +33,7 @@ import chess.polyglot
 
 from evaluators.encoding import get_encoding
 from training.pgn import DataError, ReadStats, iter_games, open_text
+from training.processes import SPAWN
 from training.shards import DEFAULT_TEMPERATURE, ShardWriter, dir_keys, engine_label, read_meta, side_result
 
 #: Positions per work unit: small enough for an even spread and a fine-grained resume.
@@ -256,7 +256,7 @@ class LocalBackend:
     """Work units on a pool of local processes, one engine each."""
 
     def __init__(self, workers: int) -> None:
-        self.pool = multiprocessing.Pool(workers)
+        self.pool = SPAWN.Pool(workers)
         self.window = 4 * workers
 
     def submit(self, unit: tuple) -> Any:

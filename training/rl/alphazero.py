@@ -28,9 +28,8 @@ command resumes where it stopped.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import shutil
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence
@@ -41,6 +40,7 @@ import numpy as np
 from evaluators.base import Evaluation, Evaluator, EvaluatorWrapper, MoveLists
 from search.base import SearchControl
 from training.rl.arena import MoverSpec, load_openings, play_match, white_score
+from training.processes import process_pool
 from training.rl.history import save_history
 
 if TYPE_CHECKING:
@@ -168,7 +168,7 @@ def self_play(weights: Path, directory: Path, config: AlphaZeroConfig, iteration
     done = games_done(directory)
     jobs = [(str(weights), config, index, iteration * 100_000 + index) for index in range(config.games)
             if index not in done]
-    pool = (ProcessPoolExecutor(config.workers, mp_context=multiprocessing.get_context("spawn"))
+    pool = (process_pool(config.workers)
             if config.workers > 1 and len(jobs) > 1 else None)
     results: Iterable[tuple[int, list]]
     if pool is None:

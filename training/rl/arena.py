@@ -10,10 +10,8 @@ own networks and engines. Games end by the rules of :mod:`evaluators.rules`
 
 from __future__ import annotations
 
-import multiprocessing
 import random
 from abc import ABC, abstractmethod
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
@@ -26,6 +24,7 @@ from evaluators.base import Evaluator
 from evaluators.rules import game_result
 from search.base import SearchControl
 from tools.elo import MatchStats
+from training.processes import process_pool
 
 #: Games longer than this (plies after the opening) are drawn.
 MAX_PLIES = 400
@@ -269,7 +268,7 @@ def play_match(first: MoverSpec, second: MoverSpec, openings: list[chess.Board],
     results: Iterable[tuple[int, GameRecord, str, str]]
     pool = None
     if workers > 1:
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+        pool = process_pool(workers)
         results = pool.map(_play_one, jobs)
     else:
         results = map(_play_one, jobs)
