@@ -258,6 +258,9 @@ def _deepchess_data_options(command):
 @click.option("--pairs-per-epoch", default=200_000, show_default=True)
 @click.option("--distill-epochs", default=20, show_default=True)
 @click.option("--lr", default=1e-3, show_default=True)
+@click.option("--lr-decay", default=0.99, show_default=True,
+              help="Learning rate factor per epoch of the Siamese, distilled and from-scratch training (below 1 "
+                   "anneals, so that the last epoch, the one kept, is a settled one).")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda.")
 def deepchess(pgn: tuple[str, ...], out: str, labels: tuple[str, ...], eval_sets: tuple[str, ...],
               **kwargs) -> None:

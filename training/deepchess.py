@@ -332,6 +332,7 @@ class DeepChessConfig:
     pairs_per_epoch: int = 200_000
     distill_epochs: int = 20
     lr: float = 1e-3
+    lr_decay: float = 0.99  # learning rate factor per comparator epoch
     sibling_share: float = 0.5  # share of sibling pairs among the training pairs (when labels are given)
     sibling_margin: float = 0.05  # expected-score gap below which two siblings count as tied
     sibling_quiet: bool = False  # children encoded after their captures (training.pairs.SiblingBuilder)
@@ -418,16 +419,17 @@ def run_pipeline(config: DeepChessConfig, log: Callable[[str], None] = print) ->
     teacher = Comparator(POS2VEC_LAYERS, TEACHER_HEAD).to(device)
     teacher.tower = pretrain_pos2vec(tower_inputs, config.pretrain_epochs, log=log, device=device)
     history = {"full": train_comparator(teacher, sampler, validation, config.epochs, config.pairs_per_epoch,
-                                        config.lr, config.seed, name="siamese", log=log)}
+                                        config.lr, config.seed, decay=config.lr_decay, name="siamese",
+                                        log=log)}
     student = Comparator(STUDENT_LAYERS, STUDENT_HEAD).to(device)
     distill_tower(student, teacher, tower_inputs, max(1, config.distill_epochs // 4), config.lr, log=log)
     history["distilled"] = train_comparator(student, sampler, validation, config.distill_epochs,
                                             config.pairs_per_epoch, config.lr, config.seed + 2, teacher=teacher,
-                                            name="distilled", log=log)
+                                            decay=config.lr_decay, name="distilled", log=log)
     scratch = Comparator(STUDENT_LAYERS, STUDENT_HEAD).to(device)
     history["small_from_scratch"] = train_comparator(scratch, sampler, validation, config.distill_epochs,
                                                      config.pairs_per_epoch, config.lr, config.seed + 3,
-                                                     name="small-from-scratch", log=log)
+                                                     decay=config.lr_decay, name="small-from-scratch", log=log)
     networks = dict(zip(NETWORKS, (teacher, student, scratch)))
     evaluation = evaluate_all(networks, [validation, *data.eval_sets], own=validation)
     report = {"data": data.report,
