@@ -79,6 +79,8 @@ def run_bounded(command: list[str], seconds: float) -> bool:
 @click.option("--test", "test_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Test set (shard directory): excluded from labelling and training, evaluated at the end.")
 @click.option("--init", default="", help="Fine-tune from this network (e.g. weights/resnet.pt).")
+@click.option("--grow", is_flag=True, help="--init may be smaller than --blocks x --filters: it is embedded in the "
+                                           "larger network, which starts from the same function (training.grow).")
 @click.option("--blocks", default=6, show_default=True)
 @click.option("--filters", default=64, show_default=True)
 @click.option("--epochs", default=10, show_default=True)
@@ -95,8 +97,8 @@ def main(**options) -> None:
 def step(sources: tuple[Path, ...], out: Path, engine: str, minutes: float, deliver: Optional[Path],
          selfplay_games: int, selfplay_nodes: int, selfplay_random_plies: int, nodes: int, multipv: int,
          per_game: int, min_ply: int, workers: int, seed: int, extra_data: tuple[Path, ...],
-         test_dir: Optional[Path], init: str, blocks: int, filters: int, epochs: int, batch_size: int, lr: float,
-         result_weight: float, device: str) -> None:
+         test_dir: Optional[Path], init: str, grow: bool, blocks: int, filters: int, epochs: int, batch_size: int,
+         lr: float, result_weight: float, device: str) -> None:
     """The next piece of work, within ``minutes``."""
     from training.label import LabelConfig, label
     from training.train import TrainConfig, train
@@ -153,7 +155,7 @@ def step(sources: tuple[Path, ...], out: Path, engine: str, minutes: float, deli
     if not status.get("trained"):
         checkpoint = train(TrainConfig(data=data, out=str(run_dir), blocks=blocks, filters=filters, epochs=epochs,
                                        batch_size=batch_size, lr=lr, result_weight=result_weight, device=device,
-                                       resume=True, init=init, exclude=[str(test_dir)] if test_dir else [],
+                                       resume=True, init=init, grow=grow, exclude=[str(test_dir)] if test_dir else [],
                                        max_minutes=max(0.01, left() / 60)))
         if load_file(checkpoint)["epoch"] < epochs:
             return finish_step("training stopped at the time budget: run the same command again")

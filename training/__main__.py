@@ -62,6 +62,10 @@ def prepare(files: tuple[Path, ...], out: Path, encoding: str, skip_plies: int, 
 @click.option("--resume", is_flag=True, help="Continue from the run directory's checkpoint (mid-epoch too).")
 @click.option("--init", default="", help="Start from this checkpoint's or weights file's network (fine-tuning), "
                                          "e.g. weights/resnet.pt.")
+@click.option("--grow", is_flag=True,
+              help="With --init: the network may be smaller than --blocks x --filters; it is embedded in the larger "
+                   "network so that training starts from the same function (new blocks as identities, new channels "
+                   "at zero).")
 @click.option("--exclude", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="Shard directory (e.g. the test set) whose positions are dropped from the data (repeatable).")
 @click.option("--max-minutes", default=0.0, show_default=True,

@@ -27,6 +27,7 @@ from evaluators.encoding import get_encoding
 from training import shards
 from training.evaluate import batch_sums, finish
 from training.losses import gather_policy, soft_policy_loss, value_target, wdl_loss
+from training.grow import grow
 from training.model import PolicyValueNet
 from training.weights import WeightsError, load_network
 
@@ -53,6 +54,7 @@ class TrainConfig:
     seed: int = 1
     resume: bool = False
     init: str = ""  # start from this checkpoint's or weights file's network (fine-tuning)
+    grow: bool = False  # the init network may be smaller: embedded in this run's shape (training.grow)
     exclude: list[str] = field(default_factory=list)  # shard directories whose positions never train
     max_minutes: float = 0.0  # stop cleanly (resumable) after this long; 0: no limit
 
@@ -200,6 +202,13 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
         optimizer.load_state_dict(state["optimizer"])
         start_epoch, start_batch = state["epoch"], state.get("batch", 0)
         history, running = state["history"], state.get("running", [])
+    elif config.init and config.grow:
+        start, _ = load_network(Path(config.init), expect={"planes": model.shape["planes"],
+                                                           "value_hidden": model.shape["value_hidden"]})
+        try:
+            model.load_state_dict(grow(start, model.shape["blocks"], model.shape["filters"]).state_dict())
+        except ValueError as error:
+            raise WeightsError(f"{config.init}: {error}") from None
     elif config.init:
         model.load_state_dict(load_network(Path(config.init), expect=model.shape, device=device)[0].state_dict())
     use_amp = device.type == "cuda"

@@ -1,0 +1,65 @@
+"""Growing a network into a deeper and wider one that computes the same function (training.grow)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the training extra (torch) is not installed")
+
+from training.grow import grow  # noqa: E402
+from training.model import PolicyValueNet  # noqa: E402
+from training.train import TrainConfig, train  # noqa: E402
+from training.weights import WeightsError, load_file, load_network  # noqa: E402
+
+
+def trained_looking(blocks: int, filters: int) -> PolicyValueNet:
+    """A small network whose batch norms are not at their defaults, as after training."""
+    torch.manual_seed(3)
+    model = PolicyValueNet(18, blocks, filters, 16)
+    for module in model.modules():
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.running_mean.uniform_(-1, 1)
+            module.running_var.uniform_(0.5, 2)
+            module.weight.data.uniform_(0.5, 1.5)
+            module.bias.data.uniform_(-0.5, 0.5)
+    return model.eval()
+
+
+@pytest.mark.parametrize("blocks, filters", [(2, 8), (4, 8), (2, 16), (5, 24)])
+def test_the_grown_network_computes_the_same_function(blocks, filters):
+    small = trained_looking(2, 8)
+    big = grow(small, blocks, filters)
+    assert big.shape == {"planes": 18, "blocks": blocks, "filters": filters, "value_hidden": 16}
+    inputs = torch.randint(0, 2, (6, 18, 8, 8)).float()
+    for mode in ("eval", "train"):  # batch statistics too: the new channels stay at zero either way
+        getattr(small, mode)(), getattr(big, mode)()
+        for a, b in zip(small(inputs), big(inputs)):
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    # and it can learn: the new blocks' zero scales get gradients
+    big.train()
+    policy, value = big(inputs)
+    (policy.logsumexp(1).sum() + value.sum()).backward()
+    assert big.tower[-1].bn2.weight.grad.abs().sum() > 0
+
+
+def test_a_network_is_not_grown_into_a_smaller_one():
+    with pytest.raises(ValueError, match="cannot grow a 2x8 network into a smaller 1x8"):
+        grow(trained_looking(2, 8), 1, 8)
+
+
+def test_train_grows_its_init_network_when_asked(tiny_network, tmp_path):
+    checkpoint, weights, _, _ = tiny_network
+    data = str(load_file(checkpoint)["config"]["data"][0])
+    config = TrainConfig(data=[data], out=str(tmp_path / "grown"), blocks=2, filters=16, epochs=1, batch_size=64,
+                         max_samples=64, lr=0.0, device="cpu", validation=0.5, init=str(weights), grow=True)
+    grown, _ = load_network(train(config, progress=False))
+    start, _ = load_network(weights)
+    # lr 0: the weights are the start's, embedded (only the batch norms' running statistics moved)
+    assert grown.shape["blocks"] == 2 and grown.shape["filters"] == 16
+    assert torch.equal(grown.stem[0].weight[:8], start.stem[0].weight)
+    assert torch.equal(grown.tower[0].conv1.weight[:8, :8], start.tower[0].conv1.weight)
+    assert not grown.tower[0].conv1.weight[:8, 8:].any() and not grown.tower[1].bn2.weight.any()
+    assert torch.equal(grown.policy[3].weight[:, :8], start.policy[3].weight)
+    with pytest.raises(WeightsError, match="cannot grow a 1x8 network into a smaller"):
+        train(TrainConfig(data=[data], out=str(tmp_path / "smaller"), blocks=1, filters=4, epochs=1,
+                          device="cpu", init=str(weights), grow=True), progress=False)
