@@ -345,6 +345,8 @@ class FlatNetwork(Evaluator):
 
 def test_blend_is_a_separate_wrapper_and_its_options_clear_the_cache():
     blended = BlendedEvaluator(FlatNetwork())
+    assert blended.material_blend == 0.0  # the default since the network of 23 November 2026
+    assert blended.set_option("MaterialBlend", 0.6)
     hanging_queen = chess.Board("4k3/8/8/3q4/8/8/3R4/4K3 w - - 0 1")
     evaluation = blended.evaluate(hanging_queen)
     capture = chess.Move.from_uci("d2d5")
@@ -373,6 +375,7 @@ def test_blend_quiescence_sees_what_a_capture_leaves_hanging():
     assert quiescence_cp(MaterialEvaluator(), board) == 570
     assert board.fen() == "7k/8/1n6/4b3/Q7/5N2/8/6K1 w - - 0 1"  # the search leaves the board as it was
     blended = BlendedEvaluator(FlatNetwork())
+    assert blended.set_option("MaterialBlend", 0.6)
     assert blended.evaluate(board).value == pytest.approx(0.6 * cp_to_q(900))
     assert blended.set_option("BlendQuiescence", True)
     assert blended.evaluate(board).value == pytest.approx(0.6 * cp_to_q(570))
