@@ -9,7 +9,8 @@
 # Environment: TCS (default "1+0.01 10+0.1 40/60"), CONCURRENCY (default 1; 2 on two cores still has only two engines
 # thinking at once, each with one thread), FASTCHESS (default: fastchess on PATH, else ../shared/bin/fastchess), STOCKFISH (default:
 # stockfish on PATH, else /usr/games/stockfish), SF_ELO (default 1500), ENGINE_ARGS (default: none, i.e.
-# resnet + puct), OPENINGS (default ../shared/data/games/carlsen-classical.pgn, first 8 plies).
+# resnet + puct), ENGINE_OPTIONS (UCI options of ours as NAME=VALUE..., default none), SRAND (opening seed, default
+# 1), OPENINGS (default ../shared/data/games/carlsen-classical.pgn, first 8 plies).
 # Decided games are adjudicated as bin/match does (resign: both engines see 1000 cp for 3 moves; draw after
 # move 40 within 10 cp for 8 moves). Stockfish gets a Move Overhead of 100 ms: its forfeits are not ours.
 set -euo pipefail
@@ -28,6 +29,7 @@ done
 
 ours=(cmd="$root/bin/engine" name=hackmate dir="$root")
 [ -z "${ENGINE_ARGS:-}" ] || ours+=(args="$ENGINE_ARGS")
+for setting in ${ENGINE_OPTIONS:-}; do ours+=("option.$setting"); done
 
 cd "$out"  # fastchess writes its config.json (resume state) here
 for tc in $tcs; do
@@ -40,7 +42,7 @@ for tc in $tcs; do
             option.UCI_LimitStrength=true option.UCI_Elo="${SF_ELO:-1500}" "option.Move Overhead=100" \
         -each proto=uci tc="$tc" \
         -rounds $(( (games + 1) / 2 )) -games 2 -concurrency "${CONCURRENCY:-1}" \
-        -openings file="$openings" format=pgn order=random plies=8 -srand 1 \
+        -openings file="$openings" format=pgn order=random plies=8 -srand "${SRAND:-1}" \
         -resign movecount=3 score=1000 twosided=true -draw movenumber=40 movecount=8 score=10 \
         -pgnout file="$out/$name.pgn" timeleft=true latency=true -autosaveinterval 0 \
         > "$name.log" 2>&1 || echo "fastchess exited with an error at $tc (see $name.log)" >&2
