@@ -24,3 +24,20 @@ def test_quantized_network_loads_in_the_engine_and_stays_close(tiny_network, tmp
     int8_tops, int8_values = outputs(quantized, boards[100:])
     assert np.abs(values - int8_values).mean() < 0.05
     assert np.mean([a == b for a, b in zip(tops, int8_tops)]) > 0.5
+
+
+def test_openvino_comparison_matches_onnxruntime_in_f32(tiny_network, monkeypatch):
+    from click.testing import CliRunner
+
+    from tools import openvino_compare
+    from tools.quantize import outputs, pgn_positions
+    network = tiny_network[2]
+    monkeypatch.setitem(__import__("sys").modules, "openvino", None)  # as on a machine without it
+    result = CliRunner().invoke(openvino_compare.main, [str(network), "--positions", str(FIXTURES / "games.pgn")])
+    assert result.exit_code != 0 and "OpenVINO is not installed (pip install openvino)" in result.output
+    monkeypatch.undo()
+    pytest.importorskip("openvino", reason="OpenVINO is optional (pip install openvino)")
+    boards = pgn_positions(FIXTURES / "games.pgn", 40)
+    tops, values = outputs(network, boards)
+    ov_tops, ov_values = openvino_compare.openvino_outputs(network, "f32", boards)
+    assert ov_tops == tops and np.abs(ov_values - values).max() < 1e-4
