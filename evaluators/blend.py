@@ -6,8 +6,8 @@ evaluator says, the material evaluator's move priors (winning captures,
 promotions, checks: ``TacticalPriors``) and the material balance after the
 best capture by static exchange evaluation (``MaterialBlend``). At 0 and 0 it
 passes the network through. With the network of 23 November 2026 the material
-value only hurts (``MaterialBlend`` 0 against 60: +80 Elo in 80 games at 10+0.1),
-so it is off by default; the tactical priors still pay.
+value only hurts (``MaterialBlend`` 0 against 60: +64 Elo in 120 games at 10+0.1),
+so it is off by default; the tactical priors still pay (0 and 75 both lose to 50).
 
 Both are taken from the board while the search stands on it (the ``prepare``
 stage) in one pass over the legal moves (:func:`evaluators.material.tactical_gains`:
