@@ -10,66 +10,67 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any, Optional
 
 import chess
 import click
 import numpy as np
 
-from tools.quantize import outputs, pgn_positions, throughput
+from evaluators.resnet import ResNetEvaluator
+from tools.quantize import evaluator_outputs, outputs, pgn_positions, throughput
 
 PRECISIONS = ("f32", "bf16", "f16")
 BATCH = 16
 
 
-def openvino_runner(network: Path, threads: int, precision: str):
-    """A function running one batch of BATCH positions through OpenVINO on the CPU: (policy, wdl) logits."""
-    import openvino
-    core = openvino.Core()
-    model = core.read_model(str(network))
-    model.reshape({model.inputs[0].get_any_name(): [BATCH, *model.inputs[0].get_partial_shape()[1:].to_shape()]})
-    compiled = core.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": threads,
-                                                 "INFERENCE_PRECISION_HINT": precision,
-                                                 "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1})
-    request = compiled.create_infer_request()
+class OpenVinoSession:
+    """onnxruntime's ``InferenceSession.run`` over an OpenVINO model compiled for the CPU, so that the engine's
+    own evaluator runs on it unchanged. ``batch``: a fixed batch size (faster), or None for any."""
 
-    def run(batch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        results = request.infer({0: batch})
-        return results[compiled.outputs[0]], results[compiled.outputs[1]]
-    return run
+    def __init__(self, network: Path, threads: int, precision: str, batch: Optional[int] = None) -> None:
+        import openvino
+        core = openvino.Core()
+        model = core.read_model(str(network))
+        if batch is not None:
+            planes = model.inputs[0]
+            model.reshape({planes.get_any_name(): [batch, *planes.get_partial_shape()[1:].to_shape()]})
+        self.compiled = core.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": threads,
+                                                          "INFERENCE_PRECISION_HINT": precision,
+                                                          "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1})
+        self.request = self.compiled.create_infer_request()
+
+    def run(self, names: list[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        results = self.request.infer({0: next(iter(feeds.values()))})
+        return [results[self.compiled.output(name)] for name in names]
+
+
+class OpenVinoResNet(ResNetEvaluator):
+    """The engine's ResNet evaluator (metadata checks, move slots, softmax) with OpenVINO running the network."""
+
+    def __init__(self, network: Path, precision: str) -> None:
+        self.openvino = OpenVinoSession(network, 1, precision)
+        super().__init__(network)
+
+    @property
+    def session(self) -> Any:
+        self.load()
+        return self.openvino
 
 
 def openvino_outputs(network: Path, precision: str, boards: list[chess.Board]) -> tuple[list[str], np.ndarray]:
     """Each position's top legal move and value W - L by OpenVINO at ``precision`` (as quantize.outputs)."""
-    from evaluators.moves import move_to_index
-    from evaluators.resnet import ResNetEvaluator
-    encoding = ResNetEvaluator(network).encoding
-    run = openvino_runner(network, 1, precision)
-    tops, values = [], []
-    for start in range(0, len(boards), BATCH):
-        chunk = boards[start:start + BATCH]
-        planes = np.stack([encoding.encode(board) for board in chunk])
-        padded = np.concatenate([planes, np.zeros((BATCH - len(chunk), *planes.shape[1:]), np.float32)])
-        policy, wdl = run(padded)
-        for board, logits, value in zip(chunk, policy, wdl):
-            moves = list(board.legal_moves)
-            best = max(moves, key=lambda move: logits[move_to_index(move, board.turn)]) if moves else None
-            tops.append(best.uci() if best else "")
-            probabilities = np.exp(value - value.max())
-            probabilities /= probabilities.sum()
-            values.append(float(probabilities[0] - probabilities[2]))
-    return tops, np.array(values)
+    return evaluator_outputs(OpenVinoResNet(network, precision), boards)
 
 
 def openvino_throughput(network: Path, threads: int, precision: str, seconds: float = 2.0) -> float:
     """Positions per second of OpenVINO at batch BATCH on random binary planes."""
-    run = openvino_runner(network, threads, precision)
-    from evaluators.resnet import ResNetEvaluator
+    session = OpenVinoSession(network, threads, precision, BATCH)
     planes = ResNetEvaluator(network).encoding.planes
-    batch = np.random.default_rng(1).integers(0, 2, (BATCH, planes, 8, 8)).astype(np.float32)
-    run(batch)
+    feeds = {"planes": np.random.default_rng(1).integers(0, 2, (BATCH, planes, 8, 8)).astype(np.float32)}
+    session.run(["policy", "wdl"], feeds)
     count, started = 0, time.perf_counter()
     while time.perf_counter() - started < seconds:
-        run(batch)
+        session.run(["policy", "wdl"], feeds)
         count += BATCH
     return count / (time.perf_counter() - started)
 

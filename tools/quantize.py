@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import chess
 import chess.pgn
@@ -63,10 +64,14 @@ def quantize(network: Path, out: Path, calibration: list[chess.Board], keep_head
         prepared.unlink(missing_ok=True)
 
 
-def outputs(network: Path, boards: list[chess.Board]) -> tuple[list[int], np.ndarray]:
-    """Each position's top legal move (policy slot) and value W - L, by one network file."""
+def outputs(network: Path, boards: list[chess.Board]) -> tuple[list[str], np.ndarray]:
+    """Each position's top legal move and value W - L, by one network file."""
     from evaluators.resnet import ResNetEvaluator
-    evaluator = ResNetEvaluator(network)
+    return evaluator_outputs(ResNetEvaluator(network), boards)
+
+
+def evaluator_outputs(evaluator: Any, boards: list[chess.Board]) -> tuple[list[str], np.ndarray]:
+    """Each position's top legal move and value W - L, by a ResNet evaluator as the engine uses it."""
     tops, values = [], []
     for start in range(0, len(boards), 256):
         for evaluation in evaluator.evaluate_batch(boards[start:start + 256]):

@@ -26,8 +26,8 @@ import torch
 from evaluators.encoding import get_encoding
 from training import shards
 from training.evaluate import batch_sums, finish
-from training.losses import gather_policy, soft_policy_loss, value_target, wdl_loss
 from training.grow import grow
+from training.losses import gather_policy, soft_policy_loss, value_target, wdl_loss
 from training.model import PolicyValueNet
 from training.weights import WeightsError, load_network
 
