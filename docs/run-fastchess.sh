@@ -11,8 +11,8 @@
 # stockfish on PATH, else /usr/games/stockfish), SF_ELO (default 1500), ENGINE_ARGS (default: none, i.e.
 # resnet + puct), ENGINE_OPTIONS (UCI options of ours as NAME=VALUE..., default none), SRAND (opening seed, default
 # 1), OPENINGS (default ../shared/data/games/carlsen-classical.pgn, first 8 plies).
-# Decided games are adjudicated as bin/match does (resign: both engines see 1000 cp for 3 moves; draw after
-# move 40 within 10 cp for 8 moves). Stockfish gets a Move Overhead of 100 ms: its forfeits are not ours.
+# Decided games are adjudicated as bin/match does (docs/fastchess-adjudication.sh). Stockfish gets a Move Overhead
+# of 100 ms: its forfeits are not ours.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$(mkdir -p "$1" && cd "$1" && pwd)"
@@ -26,6 +26,8 @@ for tool in "$fastchess" "$stockfish"; do
 done
 [ -f "$openings" ] || { echo "openings not found: $openings (set OPENINGS)" >&2; exit 2; }
 "$root/bin/setup-env"
+# shellcheck source=docs/fastchess-adjudication.sh
+source "$root/docs/fastchess-adjudication.sh"
 
 ours=(cmd="$root/bin/engine" name=hackmate dir="$root")
 [ -z "${ENGINE_ARGS:-}" ] || ours+=(args="$ENGINE_ARGS")
@@ -43,7 +45,7 @@ for tc in $tcs; do
         -each proto=uci tc="$tc" \
         -rounds $(( (games + 1) / 2 )) -games 2 -concurrency "${CONCURRENCY:-1}" \
         -openings file="$openings" format=pgn order=random plies=8 -srand "${SRAND:-1}" \
-        -resign movecount=3 score=1000 twosided=true -draw movenumber=40 movecount=8 score=10 \
+        "${adjudication[@]}" \
         -pgnout file="$out/$name.pgn" timeleft=true latency=true -autosaveinterval 0 \
         > "$name.log" 2>&1 || echo "fastchess exited with an error at $tc (see $name.log)" >&2
 done

@@ -8,8 +8,7 @@
 # never more than two threads thinking on two cores), SRAND (opening seed, default 1), ENGINE_ARGS (for both
 # engines, default none: resnet + puct), BASE_OPTIONS (NAME=VALUE... for both engines), FASTCHESS, OPENINGS
 # (default ../shared/data/games/carlsen-classical.pgn, first 8 plies).
-# Decided games are adjudicated as bin/match does (resign: both engines see 1000 cp for 3 moves; draw after move 40
-# within 10 cp for 8 moves).
+# Decided games are adjudicated as bin/match does (docs/fastchess-adjudication.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$(mkdir -p "$1" && cd "$1" && pwd)"
@@ -21,6 +20,8 @@ openings="${OPENINGS:-$root/../shared/data/games/carlsen-classical.pgn}"
 [ -x "$fastchess" ] || { echo "not found: $fastchess (set FASTCHESS)" >&2; exit 2; }
 [ -f "$openings" ] || { echo "openings not found: $openings (set OPENINGS)" >&2; exit 2; }
 "$root/bin/setup-env"
+# shellcheck source=docs/fastchess-adjudication.sh
+source "$root/docs/fastchess-adjudication.sh"
 
 common=(cmd="$root/bin/engine" dir="$root" option.Threads=1)
 [ -z "${ENGINE_ARGS:-}" ] || common+=(args="$ENGINE_ARGS")
@@ -36,7 +37,7 @@ echo "$*" > settings.txt
     -each proto=uci tc="${TC:-10+0.1}" \
     -rounds $(( (games + 1) / 2 )) -games 2 -repeat -concurrency "${CONCURRENCY:-2}" \
     -openings file="$openings" format=pgn order=random plies=8 -srand "${SRAND:-1}" \
-    -resign movecount=3 score=1000 twosided=true -draw movenumber=40 movecount=8 score=10 \
+    "${adjudication[@]}" \
     -pgnout file="$out/games.pgn" -autosaveinterval 0 > match.log 2>&1 \
     || echo "fastchess exited with an error (see $out/match.log)" >&2
 # fastchess's last report: the tuned engine's Elo with its interval (pentanomial), W/D/L, pair statistics
