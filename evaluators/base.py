@@ -8,8 +8,9 @@ such as a cache or a heuristic blend around any of them; the backend registry
 (:mod:`engine.backends`) composes them.
 
 Evaluation in stages (:class:`Request`): a search that wants to keep working
-while a network runs hands a position over in three steps: :meth:`Evaluator.prepare`
-on its own thread while it stands on the position, :meth:`Evaluator.infer` on any
+while a network runs hands a position over in four steps: :meth:`Evaluator.prepare`
+on its own thread while it stands on the position, :meth:`Evaluator.collate` of a
+whole batch on the same thread (the network's input), :meth:`Evaluator.infer` on any
 thread (the network, which releases the GIL), :meth:`Evaluator.finish` back on
 its own thread. Every evaluator supports them: the default stages copy the board
 and call :meth:`Evaluator.evaluate_batch` in ``finish``; networks and their
@@ -114,8 +115,17 @@ class Evaluator(Configurable, ABC):
         request.board = board.copy(stack=max(8, board.halfmove_clock))  # type: ignore[attr-defined]
         return request
 
-    def infer(self, requests: Sequence[Request]) -> None:
-        """The network part of a batch of prepared requests: runs on any thread and touches no board.
+    def collate(self, requests: Sequence[Request]) -> Any:
+        """A batch of prepared requests as the network's input (None by default), on the preparing thread.
+
+        Whatever Python work a batch needs happens here, so that :meth:`infer`, on another thread, takes
+        the GIL only to start and end the network: an inference thread that waits for the GIL idles its core.
+        """
+        return None
+
+    def infer(self, requests: Sequence[Request], inputs: Any = None) -> None:
+        """The network part of a batch of prepared requests (``inputs``: what :meth:`collate` made of them): runs
+        on any thread and touches no board.
 
         The default does nothing (its work is done by :meth:`finish`).
         """
@@ -151,7 +161,7 @@ def evaluate_in_stages(evaluator: Evaluator, boards: Sequence[chess.Board], move
                 for i, board in enumerate(boards)]
     todo = [request for request in requests if request.evaluation is None]
     if todo:
-        evaluator.infer(todo)
+        evaluator.infer(todo, evaluator.collate(todo))
         for request, evaluation in zip(todo, evaluator.finish(todo)):
             request.evaluation = evaluation
     return [request.evaluation for request in requests]  # type: ignore[misc]
@@ -192,9 +202,12 @@ class EvaluatorWrapper(Evaluator):
     def prepare(self, board: chess.Board, moves: Sequence[chess.Move]) -> Request:
         return self.inner.prepare(board, moves) if self._forwards_stages else super().prepare(board, moves)
 
-    def infer(self, requests: Sequence[Request]) -> None:
+    def collate(self, requests: Sequence[Request]) -> Any:
+        return self.inner.collate(requests) if self._forwards_stages else None
+
+    def infer(self, requests: Sequence[Request], inputs: Any = None) -> None:
         if self._forwards_stages:
-            self.inner.infer(requests)
+            self.inner.infer(requests, inputs)
 
     def finish(self, requests: Sequence[Request]) -> list[Evaluation]:
         return self.inner.finish(requests) if self._forwards_stages else super().finish(requests)

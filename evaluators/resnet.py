@@ -8,8 +8,10 @@ heuristic blend (:mod:`evaluators.blend`) and the cache (:mod:`evaluators.cache`
 Evaluation runs in the stages of :class:`evaluators.base.Request`, so that a
 search can prepare the next leaves while the network runs: ``prepare`` takes
 17 bitboards and the moves' policy slots from the board (the only Python work
-per position), ``infer`` unpacks a whole batch into planes and runs the
-network, ``finish`` softmaxes every position's legal moves in one pass.
+per position), ``collate`` unpacks a whole batch into planes, ``infer`` only
+runs the network (it holds the GIL just to start and end the run), ``finish``
+turns the W/D/L logits into probabilities and softmaxes every position's legal
+moves in one pass.
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ def _slot_tables() -> tuple[list[int], list[int]]:
         tables.append(table)
     return tables[0], tables[1]
 
+
+
+def _softmax_rows(logits: np.ndarray) -> np.ndarray:
+    """Row-wise softmax (the W/D/L head's logits to probabilities)."""
+    weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return weights / weights.sum(axis=1, keepdims=True)
 
 
 class ResNetEvaluator(Evaluator):
@@ -123,8 +131,7 @@ class ResNetEvaluator(Evaluator):
     def run(self, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Raw network outputs (policy logits, W/D/L probabilities) for a batch of encoded positions."""
         policy, wdl_logits = self.session.run(["policy", "wdl"], {"planes": inputs})
-        wdl = np.exp(wdl_logits - wdl_logits.max(axis=1, keepdims=True))
-        return policy, wdl / wdl.sum(axis=1, keepdims=True)
+        return policy, _softmax_rows(wdl_logits)
 
     def evaluate(self, board: chess.Board, moves: Optional[Sequence[chess.Move]] = None) -> Evaluation:
         return self.evaluate_batch([board], None if moves is None else [moves])[0]
@@ -151,9 +158,10 @@ class ResNetEvaluator(Evaluator):
                              for m in moves]
         return request
 
-    def infer(self, requests: Sequence[Request]) -> None:
+    def collate(self, requests: Sequence[Request]) -> Optional[np.ndarray]:
+        """The planes of a batch of prepared requests (None for an empty batch)."""
         if not requests:
-            return
+            return None
         black = np.array([r.black for r in requests])  # type: ignore[attr-defined]
         if self.encoding.history == 1:
             binary = unpack_unflipped(np.array([r.bitboards for r in requests], dtype=np.uint64),  # type: ignore
@@ -161,8 +169,15 @@ class ResNetEvaluator(Evaluator):
         else:
             binary = np.stack([r.planes for r in requests])  # type: ignore[attr-defined]
         rule50 = np.array([min(255, r.rule50) for r in requests], dtype=np.uint8)  # type: ignore[attr-defined]
-        policy, wdl = self.run(assemble(binary, rule50))
-        outputs = (policy, wdl)
+        return assemble(binary, rule50)
+
+    def infer(self, requests: Sequence[Request], inputs: Optional[np.ndarray] = None) -> None:
+        """Runs the network on ``inputs`` (:meth:`collate`'s planes of ``requests``) and nothing else."""
+        if not requests:
+            return
+        if inputs is None:
+            inputs = self.collate(requests)
+        outputs = tuple(self.session.run(["policy", "wdl"], {"planes": inputs}))  # W/D/L logits: finish softmaxes
         for row, request in enumerate(requests):
             request.outputs, request.row = outputs, row  # type: ignore[attr-defined]
 
@@ -179,10 +194,11 @@ class ResNetEvaluator(Evaluator):
 
     def _finish_batch(self, requests: Sequence[Request]) -> list[Evaluation]:
         """Softmax over each position's legal moves, for requests from one network run, in one numpy pass."""
-        policy, wdl = requests[0].outputs  # type: ignore[attr-defined]
+        policy, wdl_logits = requests[0].outputs  # type: ignore[attr-defined]
         rows = [r.row for r in requests]  # type: ignore[attr-defined]
-        values = (wdl[rows, 0] - wdl[rows, 2]).tolist()
-        draws = wdl[rows, 1].tolist()
+        wdl = _softmax_rows(wdl_logits[rows])  # this batch's rows, in the requests' order
+        values = (wdl[:, 0] - wdl[:, 2]).tolist()
+        draws = wdl[:, 1].tolist()
         priors: list[list[float]] = [[] for _ in requests]
         with_moves = [i for i, r in enumerate(requests) if r.moves]
         if with_moves:

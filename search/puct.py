@@ -4,7 +4,8 @@ Leaves are gathered in minibatches under virtual loss and evaluated in the
 stages of :class:`evaluators.base.Request`: the search walks one board down
 the tree with push/pop, generates a leaf's legal moves once (for the rules of
 :mod:`evaluators.rules`, the mate-in-one test and the evaluator), and hands
-the leaf to the evaluator's ``prepare`` before unmaking the moves. A network's
+the leaf to the evaluator's ``prepare`` before unmaking the moves; a minibatch's
+input is made (``collate``) on the search thread too. A network's
 ``infer`` runs in an inference thread: with ``Overlap`` (and ``Threads`` 2 or
 more) the search gathers and prepares the next minibatch while the network
 evaluates the previous one; otherwise it waits for each, interruptibly, so
@@ -245,11 +246,12 @@ class PuctSearch(Search):
                     if not self._in_time(len(batch.requests) + queued):
                         self._abandon(batch)  # it would come back after the hard deadline: not worth sending
                         break
+                    inputs = self.evaluator.collate(batch.requests)  # here: the inference thread only runs
                     batch.sent = time.monotonic()
                     if inference is None:
-                        self.evaluator.infer(batch.requests)
+                        self.evaluator.infer(batch.requests, inputs)
                     else:
-                        batch.future = inference.submit(self.evaluator.infer, batch.requests)
+                        batch.future = inference.submit(self.evaluator.infer, batch.requests, inputs)
                     on_the_way.append(batch)
                 # with the overlap the batch just sent stays on its way while the next one is gathered
                 if not self._complete_all(on_the_way, keep=1 if overlap and batch.requests else 0):

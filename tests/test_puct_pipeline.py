@@ -4,6 +4,7 @@ the fast rules and heuristics it relies on, lazy start-up and answers within the
 from __future__ import annotations
 
 import random
+import threading
 import time
 
 import chess
@@ -145,6 +146,28 @@ def test_an_overlapped_search_visits_exactly_its_node_budget():
     again = network_search(2, overlap=True)  # results are backed up in a fixed order: the same tree again
     again.search(board, SearchControl(max_nodes=300), lambda info: None)
     assert visits(again.root) == visits(search.root)
+
+
+def test_an_overlapped_search_collates_on_its_own_thread_and_only_runs_the_network_elsewhere():
+    search = network_search(2, overlap=True)
+    network = unwrap(search.evaluator)
+    threads: dict[str, set[str]] = {"collate": set(), "infer": set()}
+    collate, infer = network.collate, network.infer
+
+    def recording_collate(requests):
+        threads["collate"].add(threading.current_thread().name)
+        return collate(requests)
+
+    def recording_infer(requests, inputs=None):
+        threads["infer"].add(threading.current_thread().name)
+        assert inputs is not None and len(inputs) == len(requests)  # planes made on the search thread
+        infer(requests, inputs)
+
+    network.collate, network.infer = recording_collate, recording_infer
+    search.search(chess.Board(MIDDLEGAME), SearchControl(max_nodes=100), lambda info: None)
+    assert threads["collate"] == {threading.current_thread().name}
+    # the root is evaluated on the search thread before the playouts; the minibatches run in the inference thread
+    assert any(name.startswith("inference") for name in threads["infer"])
 
 
 def test_an_overlapped_search_reuses_its_tree():
