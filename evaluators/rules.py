@@ -315,14 +315,64 @@ def _checking_moves(board: chess.Board, moves: Sequence[chess.Move]) -> list[boo
 def mate_in_one(board: chess.Board, moves: Optional[Sequence[chess.Move]] = None) -> Optional[chess.Move]:
     """A move that checkmates at once, if the side to move has one (``moves``: its legal moves, if known).
 
-    Every mate gives check, so only the checking moves (:func:`checking_moves`) are played out.
+    Every mate gives check, so only the checking moves (:func:`checking_moves`) can mate, and of those
+    only the ones that leave the king no square it surely can flee to (:func:`_leaves_a_flight`) are
+    played out.
     """
     moves = list(board.generate_legal_moves()) if moves is None else moves
+    king = board.king(not board.turn)
     for move, check in zip(moves, checking_moves(board, moves)):
-        if check:
+        if check and (king is None or not _leaves_a_flight(board, move, king)):
             board.push(move)
             mated = not any(board.generate_legal_moves())
             board.pop()
             if mated:
                 return move
     return None
+
+
+def _leaves_a_flight(board: chess.Board, move: chess.Move, king: chess.Square) -> bool:
+    """True when, after our ``move``, the enemy ``king`` surely has a square to step to: so ``move`` does not mate.
+
+    Our attacks after the move are over-estimated (the moved piece attacks from both squares; its
+    destination and the king block no line), so a neighbouring square outside them is a real flight.
+    False means "maybe no flight": the caller plays the move out. Castling, en passant and promotions,
+    which change more than one square or the piece, are always played out.
+    """
+    if move.promotion or board.is_castling(move) or board.is_en_passant(move):
+        return False
+    us, from_square, to_square = board.turn, move.from_square, move.to_square
+    squares = chess.BB_SQUARES
+    occupied = board.occupied & ~(squares[from_square] | squares[to_square] | squares[king])
+    theirs = board.occupied_co[not us] & ~squares[to_square]  # a piece captured on the destination is gone
+    piece = board.piece_type_at(from_square)
+    moved = _attacks(piece, us, to_square, occupied)  # type: ignore[arg-type]
+    ours = board.occupied_co[us]
+    rooks_queens, bishops_queens = (board.rooks | board.queens) & ours, (board.bishops | board.queens) & ours
+    knights, kings, pawns = board.knights & ours, board.kings & ours, board.pawns & ours
+    for flight in chess.scan_forward(chess.BB_KING_ATTACKS[king] & ~theirs & ~moved):
+        if not (chess.BB_KING_ATTACKS[flight] & kings or chess.BB_KNIGHT_ATTACKS[flight] & knights
+                or chess.BB_PAWN_ATTACKS[not us][flight] & pawns
+                or (chess.BB_RANK_ATTACKS[flight][chess.BB_RANK_MASKS[flight] & occupied]
+                    | chess.BB_FILE_ATTACKS[flight][chess.BB_FILE_MASKS[flight] & occupied]) & rooks_queens
+                or chess.BB_DIAG_ATTACKS[flight][chess.BB_DIAG_MASKS[flight] & occupied] & bishops_queens):
+            return True
+    return False
+
+
+def _attacks(piece: chess.PieceType, color: chess.Color, square: chess.Square, occupied: chess.Bitboard
+             ) -> chess.Bitboard:
+    """The squares a ``piece`` of ``color`` on ``square`` attacks, given ``occupied``."""
+    if piece == chess.PAWN:
+        return chess.BB_PAWN_ATTACKS[color][square]
+    if piece == chess.KNIGHT:
+        return chess.BB_KNIGHT_ATTACKS[square]
+    if piece == chess.KING:
+        return chess.BB_KING_ATTACKS[square]
+    attacks = 0
+    if piece in (chess.BISHOP, chess.QUEEN):
+        attacks |= chess.BB_DIAG_ATTACKS[square][chess.BB_DIAG_MASKS[square] & occupied]
+    if piece in (chess.ROOK, chess.QUEEN):
+        attacks |= (chess.BB_RANK_ATTACKS[square][chess.BB_RANK_MASKS[square] & occupied]
+                    | chess.BB_FILE_ATTACKS[square][chess.BB_FILE_MASKS[square] & occupied])
+    return attacks

@@ -198,6 +198,8 @@ def _mates(board: chess.Board) -> list[chess.Move]:
     ("8/8/8/8/8/8/R7/R3K2k w Q - 0 1", ["e1c1"]),  # castling long
     ("6nb/7k/8/5pP1/6N1/8/K7/1B6 w - f6 0 1", ["g5f6"]),  # en passant opens the bishop's diagonal
     ("k7/2P5/1K6/8/8/8/8/8 w - - 0 1", ["c7c8q", "c7c8r"]),  # promotion
+    ("k7/1p6/1K6/8/8/8/8/7Q w - - 0 1", ["h1b7", "h1h8"]),  # a capture next to the king, defended by ours
+    ("k7/8/K7/8/8/8/8/1R6 w - - 0 1", []),  # the king's only way out: taking the undefended checker
     ("3k4/8/3K4/8/8/8/8/8 w - - 0 1", []),
     ("4k3/8/8/8/8/8/8/R3K2R w KQ - 0 1", []),
 ])
