@@ -75,7 +75,7 @@ class Request:
 
     ``moves`` are the position's legal moves; ``evaluation`` is set by
     :meth:`Evaluator.prepare` when the answer is known at once (a cache hit),
-    in which case the request skips ``infer`` and ``finish``. Each layer of a
+    in which case the request skips ``collate``, ``infer`` and ``finish``. Each layer of a
     wrapped evaluator keeps what it took from the board in attributes of its own.
     """
 

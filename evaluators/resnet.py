@@ -8,8 +8,8 @@ heuristic blend (:mod:`evaluators.blend`) and the cache (:mod:`evaluators.cache`
 Evaluation runs in the stages of :class:`evaluators.base.Request`, so that a
 search can prepare the next leaves while the network runs: ``prepare`` takes
 17 bitboards and the moves' policy slots from the board (the only Python work
-per position), ``collate`` unpacks a whole batch into planes, ``infer`` only
-runs the network (it holds the GIL just to start and end the run), ``finish``
+per position), ``collate`` unpacks a whole batch into planes, ``infer`` runs
+the network (beyond it, only a loop handing each request its row), ``finish``
 turns the W/D/L logits into probabilities and softmaxes every position's legal
 moves in one pass.
 """
@@ -172,7 +172,8 @@ class ResNetEvaluator(Evaluator):
         return assemble(binary, rule50)
 
     def infer(self, requests: Sequence[Request], inputs: Optional[np.ndarray] = None) -> None:
-        """Runs the network on ``inputs`` (:meth:`collate`'s planes of ``requests``) and nothing else."""
+        """Runs the network on ``inputs`` (:meth:`collate`'s planes of ``requests``) and hands each request its
+        row of the outputs; the W/D/L softmax waits for :meth:`finish`."""
         if not requests:
             return
         if inputs is None:

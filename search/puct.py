@@ -246,8 +246,8 @@ class PuctSearch(Search):
                     if not self._in_time(len(batch.requests) + queued):
                         self._abandon(batch)  # it would come back after the hard deadline: not worth sending
                         break
+                    batch.sent = time.monotonic()  # the network's time per position counts the collating too
                     inputs = self.evaluator.collate(batch.requests)  # here: the inference thread only runs
-                    batch.sent = time.monotonic()
                     if inference is None:
                         self.evaluator.infer(batch.requests, inputs)
                     else:
