@@ -123,7 +123,7 @@ class Evaluator(Configurable, ABC):
         """
         return None
 
-    def infer(self, requests: Sequence[Request], inputs: Any = None) -> None:
+    def infer(self, requests: Sequence[Request], inputs: Any) -> None:
         """The network part of a batch of prepared requests (``inputs``: what :meth:`collate` made of them): runs
         on any thread and touches no board.
 
@@ -205,7 +205,7 @@ class EvaluatorWrapper(Evaluator):
     def collate(self, requests: Sequence[Request]) -> Any:
         return self.inner.collate(requests) if self._forwards_stages else None
 
-    def infer(self, requests: Sequence[Request], inputs: Any = None) -> None:
+    def infer(self, requests: Sequence[Request], inputs: Any) -> None:
         if self._forwards_stages:
             self.inner.infer(requests, inputs)
 

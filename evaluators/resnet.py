@@ -171,13 +171,11 @@ class ResNetEvaluator(Evaluator):
         rule50 = np.array([min(255, r.rule50) for r in requests], dtype=np.uint8)  # type: ignore[attr-defined]
         return assemble(binary, rule50)
 
-    def infer(self, requests: Sequence[Request], inputs: Optional[np.ndarray] = None) -> None:
+    def infer(self, requests: Sequence[Request], inputs: Optional[np.ndarray]) -> None:
         """Runs the network on ``inputs`` (:meth:`collate`'s planes of ``requests``) and hands each request its
         row of the outputs; the W/D/L softmax waits for :meth:`finish`."""
         if not requests:
             return
-        if inputs is None:
-            inputs = self.collate(requests)
         outputs = tuple(self.session.run(["policy", "wdl"], {"planes": inputs}))  # W/D/L logits: finish softmaxes
         for row, request in enumerate(requests):
             request.outputs, request.row = outputs, row  # type: ignore[attr-defined]

@@ -345,17 +345,9 @@ def _leaves_a_flight(board: chess.Board, move: chess.Move, king: chess.Square) -
     squares = chess.BB_SQUARES
     occupied = board.occupied & ~(squares[from_square] | squares[to_square] | squares[king])
     theirs = board.occupied_co[not us] & ~squares[to_square]  # a piece captured on the destination is gone
-    piece = board.piece_type_at(from_square)
-    moved = _attacks(piece, us, to_square, occupied)  # type: ignore[arg-type]
-    ours = board.occupied_co[us]
-    rooks_queens, bishops_queens = (board.rooks | board.queens) & ours, (board.bishops | board.queens) & ours
-    knights, kings, pawns = board.knights & ours, board.kings & ours, board.pawns & ours
+    moved = _attacks(board.piece_type_at(from_square), us, to_square, occupied)  # type: ignore[arg-type]
     for flight in chess.scan_forward(chess.BB_KING_ATTACKS[king] & ~theirs & ~moved):
-        if not (chess.BB_KING_ATTACKS[flight] & kings or chess.BB_KNIGHT_ATTACKS[flight] & knights
-                or chess.BB_PAWN_ATTACKS[not us][flight] & pawns
-                or (chess.BB_RANK_ATTACKS[flight][chess.BB_RANK_MASKS[flight] & occupied]
-                    | chess.BB_FILE_ATTACKS[flight][chess.BB_FILE_MASKS[flight] & occupied]) & rooks_queens
-                or chess.BB_DIAG_ATTACKS[flight][chess.BB_DIAG_MASKS[flight] & occupied] & bishops_queens):
+        if not board.attackers_mask(us, flight, occupied):  # our pieces where they stand, lines as above
             return True
     return False
 

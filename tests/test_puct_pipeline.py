@@ -158,7 +158,7 @@ def test_an_overlapped_search_collates_on_its_own_thread_and_only_runs_the_netwo
         threads["collate"].add(threading.current_thread().name)
         return collate(requests)
 
-    def recording_infer(requests, inputs=None):
+    def recording_infer(requests, inputs):
         threads["infer"].add(threading.current_thread().name)
         assert inputs is not None and len(inputs) == len(requests)  # planes made on the search thread
         infer(requests, inputs)
