@@ -1,10 +1,14 @@
 """PUCT Monte-Carlo tree search (AlphaZero / Leela style).
 
 Leaves are gathered in minibatches under virtual loss and evaluated in the
-stages of :class:`evaluators.base.Request`: the search walks one board down
-the tree with push/pop, generates a leaf's legal moves once (for the rules of
+stages of :class:`evaluators.base.Request`: selection walks the nodes only;
+the board is set to a new leaf from the position stored in the leaf's parent
+(a python-chess board state, kept in every evaluated node) with one move made,
+the path's stored states forming the board's history for the repetition rule;
+the search generates a leaf's legal moves once (for the rules of
 :mod:`evaluators.rules`, the mate-in-one test and the evaluator), and hands
-the leaf to the evaluator's ``prepare`` before unmaking the moves; a minibatch's
+the leaf to the evaluator's ``prepare`` before returning the board to the
+root; a minibatch's
 input is made (``collate``) on the search thread too. A network's
 ``infer`` runs in an inference thread: with ``Overlap`` (and ``Threads`` 2 or
 more) the search gathers and prepares the next minibatch while the network
@@ -53,9 +57,9 @@ from evaluators.score import q_to_cp, q_to_wdl
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult
 
 REPORT_EVERY_S = 1.0
-#: Memory of one tree node with its moves and priors once expanded (a node is created per playout), measured
-#: with tracemalloc.
-BYTES_PER_NODE = 750
+#: Memory of one tree node with its moves, priors and board state once expanded (a node is created per playout),
+#: measured with tracemalloc.
+BYTES_PER_NODE = 1130
 #: Smallest tree, whatever the Hash.
 MIN_TREE_NODES = 1000
 #: ``Node.plies`` of a result known from the tablebases (distance unknown): ranks after every real mate.
@@ -76,7 +80,7 @@ class Node:
     """
 
     __slots__ = ("move", "prior", "moves", "priors", "children", "visits", "value_sum", "draw_sum", "virtual",
-                 "visited_policy", "terminal", "plies")
+                 "visited_policy", "terminal", "plies", "state")
 
     def __init__(self, move: Optional[chess.Move], prior: float) -> None:
         self.move = move
@@ -95,6 +99,9 @@ class Node:
         #: Plies to the end of the game when ``terminal`` is known (0: the game is over here;
         #: UNKNOWN_DISTANCE and more: a tablebase result).
         self.plies = 0
+        #: The position here (python-chess's board state), kept once the node is sent to the evaluator: a leaf
+        #: below it is one move from it, without making the moves of the whole path.
+        self.state: Optional[chess._BoardState] = None
 
     def proven_lost(self) -> bool:
         """True when the side that moved into this node is proven to lose here (MCTS-solver)."""
@@ -221,6 +228,7 @@ class PuctSearch(Search):
         if not allowed:
             return SearchResult(None)
         root = self._reuse_tree(board)
+        root.state = chess._BoardState(board)  # where every walk down the tree starts
         if root.moves is None:  # evaluated with every legal move: evaluations are cached by position
             legal = list(board.generate_legal_moves())
             self._expand(root, self.evaluator.evaluate(board, legal))
@@ -362,23 +370,24 @@ class PuctSearch(Search):
             child = self._pick_child(node, full)
             if child is None:
                 break  # a full tree and nothing created here yet: this node is the leaf
-            board.push(child.move)  # type: ignore[arg-type]
             path.append(child)
             node = child
         depth = len(path) - 1
-        try:
-            if node.terminal is not None:
-                self._count_depth(depth)
-                self._backup(path, *node.terminal)
-                return
-            if node.visits and (node.moves is None or full):
-                # evaluated before but not expanded further (the tree is full): its value again
-                self._count_depth(depth)
-                self._backup(path, -node.q(), node.draw_sum / node.visits)
-                return
-            if node.virtual:
-                return  # a collision with a leaf already on its way to the network
+        if node.terminal is not None:
             self._count_depth(depth)
+            self._backup(path, *node.terminal)
+            return
+        if node.visits and (node.moves is None or full):
+            # evaluated before but not expanded further (the tree is full): its value again
+            self._count_depth(depth)
+            self._backup(path, -node.q(), node.draw_sum / node.visits)
+            return
+        if node.virtual:
+            return  # a collision with a leaf already on its way to the network
+        self._count_depth(depth)
+        base = len(board.move_stack)
+        try:
+            self._set_board(board, path)
             moves = LegalMoves(board.generate_legal_moves())  # for the rules, mate in one and the evaluator
             terminal = self._terminal_value(board, moves, depth)
             if terminal is not None:
@@ -388,9 +397,11 @@ class PuctSearch(Search):
                 self._solve_upwards(path)
                 return
             request = self.evaluator.prepare(board, moves)
+            node.state = chess._BoardState(board)
         finally:
-            for _ in range(depth):
-                board.pop()
+            if depth:
+                del board.move_stack[base:], board._stack[base:]
+                root.state.restore(board)  # type: ignore[union-attr]
         if request.evaluation is not None:  # known at once (a cache hit)
             self._settle(path, request.evaluation)
             return
@@ -398,6 +409,19 @@ class PuctSearch(Search):
             n.virtual += self.virtual_loss
         batch.paths.append(path)
         batch.requests.append(request)
+
+    @staticmethod
+    def _set_board(board: chess.Board, path: list[Node]) -> None:
+        """Put ``board`` (standing at the root, ``path[0]``) on the leaf ``path[-1]``: the stored states of the
+        path become its history, as pushing every move would have made them, and only the leaf's move is made."""
+        if len(path) == 1:
+            return
+        history, moves = board._stack, board.move_stack
+        for index in range(1, len(path) - 1):
+            history.append(path[index - 1].state)
+            moves.append(path[index].move)
+        path[-2].state.restore(board)  # type: ignore[union-attr]
+        board.push(path[-1].move)  # type: ignore[arg-type]
 
     def _create_children(self, node: Node) -> None:
         """A child for each of ``node``'s moves: after a search the root lists every move it may play

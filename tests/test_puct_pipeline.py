@@ -285,3 +285,32 @@ def test_a_hash_cut_below_the_reused_tree_is_reported():
     notes: list[str] = []
     search.search(board, SearchControl(max_nodes=200, note=notes.append), lambda info: None)
     assert search.reused > 0 and any(note.startswith("tree full") for note in notes)
+
+
+def test_a_leaf_board_set_from_stored_states_is_the_board_pushing_the_path_gives():
+    """The leaf's position, history (for the repetition rule) and move list equal those of making every move of
+    the path; the board is back at the root after each leaf; a search from a reused tree does the same."""
+    checked = []
+
+    class Checked(PuctSearch):
+        def _set_board(self, board, path):
+            reference = board.copy()
+            for node in path[1:]:
+                reference.push(node.move)
+            super()._set_board(board, path)
+            assert board.move_stack == reference.move_stack and board.fen() == reference.fen()
+            assert [vars(s) for s in board._stack] == [vars(s) for s in reference._stack]
+            checked.append(len(path))
+
+    search = Checked(MaterialEvaluator())
+    board = chess.Board(MIDDLEGAME)
+    for uci in ("f6g4", "h3g5", "g4f6", "g5h3", "f6g4"):  # history with repetitions before the root
+        board.push_uci(uci)
+    root_fen = board.fen()
+    search.search(board, SearchControl(max_nodes=400), lambda info: None)
+    assert max(checked) >= 4 and board.fen() == root_fen
+    best = search._best_child(search.root)
+    board.push(best.move)
+    board.push(search._best_child(best).move)
+    search.search(board, SearchControl(max_nodes=800), lambda info: None)
+    assert search.reused and len(checked) > 400
