@@ -16,7 +16,7 @@ from evaluators.resnet import ResNetEvaluator  # noqa: E402
 from tests.conftest import FIXTURES, ROOT, engine_command, needs_stockfish  # noqa: E402
 from training.model import PolicyValueNet  # noqa: E402
 from training.rl.ppo import (Curriculum, PPOConfig, central_control, gae, masked_policy, ppo_loss,  # noqa: E402
-                             tempered, train_ppo)
+                             reset_value_head, tempered, train_ppo)
 from training.weights import FORMAT, VERSION, save_weights  # noqa: E402
 
 
@@ -109,3 +109,40 @@ def test_ppo_toy_run_climbs_the_curriculum_and_exports_a_network_the_engine_play
     train_ppo(PPOConfig(**{**config.__dict__, "updates": 3}), progress=False)  # resumes at update 2
     history = json.loads((tmp_path / "ppo" / "history.json").read_text())
     assert [h["update"] for h in history] == [1, 2, 3] and history[-1]["level"] == 3
+
+
+def test_a_reset_value_head_keeps_trunk_and_policy_and_is_reproducible(tmp_path):
+    weights = tiny_weights(tmp_path / "tiny.pt")
+    model = PolicyValueNet(18, 1, 8)
+    model.load_state_dict(torch.load(weights, weights_only=True)["model"])
+    before = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    reset_value_head(model, seed=3)
+    after = model.state_dict()
+    assert all(torch.equal(before[name], after[name]) for name in before if not name.startswith("value."))
+    assert not torch.equal(before["value.4.weight"], after["value.4.weight"])
+    again = PolicyValueNet(18, 1, 8)
+    again.load_state_dict(before)
+    reset_value_head(again, seed=3)
+    assert all(torch.equal(after[name], again.state_dict()[name]) for name in after)
+
+
+def test_the_ppo_command_runs_without_openings(tmp_path):
+    from click.testing import CliRunner
+
+    from training.__main__ import cli
+    result = CliRunner().invoke(cli, ["ppo", "--checkpoint", str(tiny_weights(tmp_path / "tiny.pt")), "--out",
+                                      str(tmp_path / "start"), "--updates", "0", "--reset-value-head"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "start" / "ppo.onnx").exists()
+
+
+def test_with_the_value_head_only_the_value_loss_leaves_the_trunk_alone():
+    torch.manual_seed(0)
+    model = PolicyValueNet(18, 1, 8)
+    x = torch.randn(4, 18, 8, 8)
+    for trains_trunk in (True, False):
+        model.zero_grad()
+        model(x, value_trains_trunk=trains_trunk)[1].sum().backward()
+        trunk = model.stem[0].weight.grad
+        assert (trunk is not None and trunk.abs().sum() > 0) == trains_trunk
+        assert model.value[-1].weight.grad.abs().sum() > 0

@@ -453,7 +453,7 @@ def dqn_command(out: Path, expert_pgn: tuple[Path, ...], **kwargs) -> None:
 @click.option("--promote-win-rate", default=0.55, show_default=True,
               help="Win rate (wins / games over the window) that promotes to the next level.")
 @click.option("--stockfish-nodes", default=10_000, show_default=True, help="Stockfish's nodes a move.")
-@click.option("--openings", default="", type=click.Path(exists=True, dir_okay=False),
+@click.option("--openings", default=None, type=click.Path(exists=True, dir_okay=False),
               help="Injected openings: a Polyglot .bin book (a weighted random walk) or a PGN (a random game's "
                    "first plies).")
 @click.option("--opening-share", default=0.5, show_default=True, help="Share of games started from --openings.")
@@ -471,15 +471,22 @@ def dqn_command(out: Path, expert_pgn: tuple[Path, ...], **kwargs) -> None:
               help="pi_MCTS is the visit counts ** (1 / T), renormalised: below 1 it leans to the most visited move "
                    "(raw 64-node visit counts sampled as they are lost 25 of 32 games at Skill Level 0).")
 @click.option("--max-plies", default=300, show_default=True, help="Games are drawn here.")
+@click.option("--reset-value-head", is_flag=True,
+              help="Start from the checkpoint's trunk and policy with a freshly initialised value head (a "
+                   "deliberately weak start, to see what PPO's value learning is worth in play).")
+@click.option("--value-trains-trunk/--value-head-only", default=True, show_default=True,
+              help="Whether the value loss also trains the shared trunk; with --value-head-only the trunk learns "
+                   "from the policy loss alone, so a value head still learning cannot pull it away from the policy.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda.")
 @click.option("--threads", default=1, show_default=True, help="PyTorch CPU threads.")
 @click.option("--seed", default=1, show_default=True, help="Seed of every random choice (games, sampling, noise).")
-def ppo_command(checkpoint: Path, out: Path, **kwargs) -> None:
+def ppo_command(checkpoint: Path, out: Path, openings: Optional[str], **kwargs) -> None:
     """PPO with MCTS after Sai (2025): fine-tune a policy-value network on games against Stockfish with a
     Skill Level curriculum. Writes OUT/ppo.onnx (play it with --eval resnet --weights OUT/ppo.onnx)."""
     from training.rl.ppo import PPOConfig, train_ppo
     command = " ".join(shlex.quote(a) for a in sys.argv)
-    click.echo(f"wrote {train_ppo(PPOConfig(str(checkpoint), str(out), **kwargs), command=command)}")
+    config = PPOConfig(str(checkpoint), str(out), openings=openings or "", **kwargs)
+    click.echo(f"wrote {train_ppo(config, command=command)}")
 
 
 @cli.command("reinforce")

@@ -21,7 +21,8 @@ potential-based (Ng, Harada and Russell, 1999): a move earns
 rewards gaining the centre, keeps the best policy the one that wins, and moves a
 game's return by at most ``shaping``. Advantages are GAE (gamma, lambda); the loss is the clipped
 surrogate + ``value_weight`` x the squared error of W - L against the return -
-``entropy_weight`` x the policy's entropy over the legal moves; an update's
+``entropy_weight`` x the policy's entropy over the legal moves (with
+``value_trains_trunk`` off, the value loss trains the value head alone); an update's
 passes stop early once the approximate KL divergence from the rollout's policy
 passes 1.5 x ``target_kl``. BatchNorm keeps its statistics during the updates
 (the network is in eval mode), so that the first PPO ratio of an update is
@@ -124,6 +125,15 @@ def masked_policy(logits: torch.Tensor, legal: torch.Tensor) -> tuple[torch.Tens
     return logp, entropy
 
 
+def reset_value_head(model: PolicyValueNet, seed: int) -> None:
+    """Re-initialise the value head (PyTorch's default initialisation, seeded; BatchNorm statistics too),
+    keeping the trunk and the policy head: a start whose search has priors but no judgement of positions."""
+    torch.manual_seed(seed)
+    for module in model.value.modules():
+        if hasattr(module, "reset_parameters"):
+            module.reset_parameters()
+
+
 class NetworkEvaluator(Evaluator):
     """The network being trained as an evaluator (torch, no export between updates): the bare policy and W/D/L."""
 
@@ -190,6 +200,8 @@ class PPOConfig:
     alpha: float = 0.5
     mcts_temperature: float = 1.0  # pi_MCTS = visits ** (1 / T), renormalised
     max_plies: int = 300
+    reset_value_head: bool = False  # a deliberately weak start: the checkpoint's trunk and policy, a fresh value head
+    value_trains_trunk: bool = True  # False: the value loss trains the value head only, the trunk the policy loss
     device: str = "auto"
     threads: int = 1
     seed: int = 1
@@ -248,8 +260,11 @@ class Trainer:
             self.optimizer.load_state_dict(state["optimizer"])
             self.meta, self.history, progress = state["meta"], state["history"], state["ppo"]
         else:
+            start = config.checkpoint + (" with a fresh value head" if config.reset_value_head else "")
             self.meta = {**state["meta"], "sources": list(state["meta"].get("sources", []))
-                         + [{"files": [f"PPO games against Stockfish, from {config.checkpoint}"]}]}
+                         + [{"files": [f"PPO games against Stockfish, from {start}"]}]}
+            if config.reset_value_head:
+                reset_value_head(self.model, config.seed)
             self.history, progress = [], {"update": 0, "games": 0, "level": config.start_level, "recent": []}
         self.update_index, self.games = progress["update"], progress["games"]
         self.curriculum = Curriculum(progress["level"], config, progress["recent"])
@@ -372,7 +387,8 @@ class Trainer:
             for start in range(0, n, config.minibatch):
                 rows = order[start:start + config.minibatch]
                 logits, wdl = self.model(unpack_planes(data["planes"][rows], data["rule50"][rows],
-                                                       self.encoding.binary_planes))
+                                                       self.encoding.binary_planes),
+                                         value_trains_trunk=config.value_trains_trunk)
                 logp, entropy = masked_policy(logits.float() / config.policy_temperature,
                                               unpack_bits(data["legal"][rows], POLICY_SIZE))
                 probabilities = torch.softmax(wdl.float(), dim=1)
