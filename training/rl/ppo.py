@@ -126,12 +126,14 @@ def masked_policy(logits: torch.Tensor, legal: torch.Tensor) -> tuple[torch.Tens
 
 
 def reset_value_head(model: PolicyValueNet, seed: int) -> None:
-    """Re-initialise the value head (PyTorch's default initialisation, seeded; BatchNorm statistics too),
-    keeping the trunk and the policy head: a start whose search has priors but no judgement of positions."""
-    torch.manual_seed(seed)
-    for module in model.value.modules():
-        if hasattr(module, "reset_parameters"):
-            module.reset_parameters()
+    """Re-initialise the value head (PyTorch's default initialisation, seeded, without touching the global
+    generator), keeping the trunk and the policy head: a start whose search has priors but no judgement of
+    positions. Its BatchNorm statistics become mean 0, variance 1 and stay so: PPO trains in eval mode."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for module in model.value.modules():
+            if hasattr(module, "reset_parameters"):
+                module.reset_parameters()
 
 
 class NetworkEvaluator(Evaluator):
