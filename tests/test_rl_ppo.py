@@ -142,7 +142,7 @@ def test_with_the_value_head_only_the_value_loss_leaves_the_trunk_alone():
     x = torch.randn(4, 18, 8, 8)
     for trains_trunk in (True, False):
         model.zero_grad()
-        model(x, value_trains_trunk=trains_trunk)[1].sum().backward()
+        model.policy_and_value(x, value_trains_trunk=trains_trunk)[1].sum().backward()
         trunk = model.stem[0].weight.grad
         assert (trunk is not None and trunk.abs().sum() > 0) == trains_trunk
         assert model.value[-1].weight.grad.abs().sum() > 0

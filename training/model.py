@@ -40,8 +40,13 @@ class PolicyValueNet(nn.Module):
                                    nn.Flatten(), nn.Linear(32 * 64, value_hidden), nn.ReLU(),
                                    nn.Linear(value_hidden, 3))
 
-    def forward(self, x: torch.Tensor, value_trains_trunk: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
-        """(policy logits (N, 4672), WDL logits (N, 3)); with ``value_trains_trunk`` False the value's
-        gradient stops at the value head (PPO's critic, which must not drag the shared trunk)."""
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(policy logits (N, 4672), WDL logits (N, 3))."""
+        return self.policy_and_value(x)
+
+    def policy_and_value(self, x: torch.Tensor, value_trains_trunk: bool = True
+                         ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``forward``; with ``value_trains_trunk`` False the value's gradient stops at the value head (PPO's
+        critic, which must not drag the shared trunk). Not ``forward``'s argument: ONNX export traces forward."""
         h = self.tower(self.stem(x))
         return self.policy(h).flatten(1), self.value(h if value_trains_trunk else h.detach())

@@ -388,9 +388,9 @@ class Trainer:
             order = torch.from_numpy(self.rng.permutation(n)).to(self.device)
             for start in range(0, n, config.minibatch):
                 rows = order[start:start + config.minibatch]
-                logits, wdl = self.model(unpack_planes(data["planes"][rows], data["rule50"][rows],
-                                                       self.encoding.binary_planes),
-                                         value_trains_trunk=config.value_trains_trunk)
+                logits, wdl = self.model.policy_and_value(
+                    unpack_planes(data["planes"][rows], data["rule50"][rows], self.encoding.binary_planes),
+                    value_trains_trunk=config.value_trains_trunk)
                 logp, entropy = masked_policy(logits.float() / config.policy_temperature,
                                               unpack_bits(data["legal"][rows], POLICY_SIZE))
                 probabilities = torch.softmax(wdl.float(), dim=1)
