@@ -18,8 +18,9 @@ import chess
 import chess.polyglot
 
 from evaluators.base import Evaluator
-from evaluators.rules import (MATE, MATE_BOUND, TB_BOUND, fifty_move_draw, insufficient_material, mate_in_moves,
-                              mated_score, mating_score, mvv_lva, repetition_draw_keys, score_wdl, tablebase_score)
+from evaluators.rules import (MATE, MATE_BOUND, TB_BOUND, fifty_move_draw, insufficient_material, legal_moves,
+                              mate_in_moves, mated_score, mating_score, mvv_lva, repetition_draw_keys, score_wdl,
+                              tablebase_score)
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
 from search.tt import EXACT, LOWER, UPPER, TranspositionTable
 
@@ -264,7 +265,7 @@ class AlphaBetaSearch(Search):
         history = self.history
         occupied_them = board.occupied_co[not board.turn]
         scored = []
-        for move in board.legal_moves:
+        for move in legal_moves(board):
             if move == tt_move:
                 score = 10_000_000
             elif (1 << move.to_square) & occupied_them:

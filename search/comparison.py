@@ -28,7 +28,7 @@ import numpy as np
 from evaluators.base import Comparator
 from evaluators.cache import LruCache
 from evaluators.options import Option
-from evaluators.rules import (game_result, keeps_material, mated_score, mating_score, mvv_lva, score_wdl,
+from evaluators.rules import (game_result, keeps_material, legal_moves, mated_score, mating_score, mvv_lva, score_wdl,
                               tablebase_score)
 from evaluators.score import q_to_cp, q_to_wdl
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
@@ -238,7 +238,7 @@ class ComparisonSearch(Search):
             if self.quiescence and ply < MAX_PLY:
                 return self._quiescence(board, ply, 0, alpha, beta, features)
             return Leaf(features if features is not None else self.comparator.features(board))
-        moves = list(board.legal_moves)
+        moves = legal_moves(board)
         if ply == 0 and self.root_allowed is not None:
             moves = [move for move in moves if move in self.root_allowed]
         terminal = self._terminal(board, ply, moves)

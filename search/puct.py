@@ -51,7 +51,7 @@ import chess
 
 from evaluators.base import Evaluation, Evaluator, Request
 from evaluators.options import Option
-from evaluators.rules import (LegalMoves, game_result, mate_in_one, mated_score, mating_score, score_wdl,
+from evaluators.rules import (LegalMoves, game_result, legal_moves, mate_in_one, mated_score, mating_score, score_wdl,
                               tablebase_score)
 from evaluators.score import q_to_cp, q_to_wdl
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult
@@ -230,8 +230,7 @@ class PuctSearch(Search):
         root = self._reuse_tree(board)
         root.state = chess._BoardState(board)  # where every walk down the tree starts
         if root.moves is None:  # evaluated with every legal move: evaluations are cached by position
-            legal = list(board.generate_legal_moves())
-            self._expand(root, self.evaluator.evaluate(board, legal))
+            self._expand(root, self.evaluator.evaluate(board, legal_moves(board)))
         self.root_filtered = len(allowed) < len(root.moves or ())
         if self.root_filtered:
             self._filter_root(root, set(allowed))
@@ -388,7 +387,7 @@ class PuctSearch(Search):
         base = len(board.move_stack)
         try:
             self._set_board(board, path)
-            moves = LegalMoves(board.generate_legal_moves())  # for the rules, mate in one and the evaluator
+            moves = LegalMoves(legal_moves(board))  # for the rules, mate in one and the evaluator
             terminal = self._terminal_value(board, moves, depth)
             if terminal is not None:
                 value, draw, plies = terminal

@@ -13,8 +13,8 @@ from evaluators.blend import BlendedEvaluator, best_exchange_cp
 from evaluators.cache import CachedComparator, CachedEvaluator, LruCache
 from evaluators.material import MaterialEvaluator, quiescence_cp, quiescence_line
 from evaluators.options import Configurable, Option, OptionError
-from evaluators.rules import (MATE, TB_WIN_CP, game_result, insufficient_material, keeps_material, mate_in_moves,
-                              mate_in_one, mated_score, mating_score, mvv_lva, repetition_draw, repetition_draw_keys,
+from evaluators.rules import (MATE, TB_WIN_CP, game_result, insufficient_material, keeps_material, legal_moves,
+                              mate_in_moves, mate_in_one, mated_score, mating_score, mvv_lva, repetition_draw, repetition_draw_keys,
                               score_wdl, see, tablebase_score, uci_score)
 from evaluators.score import cp_to_q
 
@@ -230,6 +230,40 @@ def test_mate_in_one_agrees_with_brute_force_on_random_positions():
             checked += 1
             mates += bool(expected)
     assert checked > 1000 and mates > 0
+
+
+# ----------------------------------------------------------------- legal moves
+
+@pytest.mark.parametrize("fen", [
+    "4k3/8/8/8/4r3/8/4R3/4K3 w - - 0 1",  # a pinned rook moves along the pin only
+    "4k3/8/8/1b6/8/3P4/8/5K2 w - - 0 1",  # ... a pinned pawn neither
+    "4k3/8/8/1b6/2P5/8/4N3/5K2 w - - 0 1",
+    "4k3/8/6b1/8/4P3/8/2K5/8 w - - 0 1",  # a pawn pinned on a diagonal captures the pinner only
+    "8/8/8/KPp4r/8/8/8/4k3 w - c6 0 1",  # en passant would uncover a rook check
+    "4k3/8/8/2pP4/8/8/8/4K3 w - c6 0 1",
+    "r3k2r/1P6/8/8/8/8/6p1/R3K2R b KQkq - 0 1",  # promotions, captures into the corner, castling
+    "r3k2r/8/8/8/8/8/8/R3K1rR w KQkq - 0 1",  # in check: evasions
+    "8/8/8/8/8/3k4/8/3K4 w - - 0 1",
+])
+def test_legal_moves_are_python_chess_moves_in_its_order(fen):
+    board = chess.Board(fen)
+    assert legal_moves(board) == list(board.generate_legal_moves())
+
+
+def test_legal_moves_agree_with_python_chess_on_random_games():
+    rng = random.Random(5)
+    positions = 0
+    for game in range(60):
+        board = chess.Board.from_chess960_pos(rng.randrange(960)) if game % 3 == 0 else chess.Board()
+        for _ in range(160):
+            expected = list(board.generate_legal_moves())
+            assert legal_moves(board) == expected, board.fen()
+            positions += 1
+            if not expected:
+                break
+            forcing = [m for m in expected if board.is_capture(m) or m.promotion or board.gives_check(m)]
+            board.push(rng.choice(forcing if forcing and rng.random() < 0.4 else expected))
+    assert positions > 5000
 
 
 # --------------------------------------------------------------------- options
