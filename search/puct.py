@@ -51,8 +51,8 @@ import chess
 
 from evaluators.base import Evaluation, Evaluator, Request
 from evaluators.options import Option
-from evaluators.rules import (LegalMoves, game_result, legal_moves, mate_in_one, mated_score, mating_score, score_wdl,
-                              tablebase_score)
+from evaluators.rules import (PLAIN_MOVES, LegalMoves, game_result, legal_moves, mate_in_one, mated_score,
+                              mating_score, score_wdl, tablebase_score)
 from evaluators.score import q_to_cp, q_to_wdl
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult
 
@@ -112,12 +112,12 @@ class Node:
 
 
 def move_code(move: chess.Move) -> int:
-    """A move in 16 bits: from square, to square, promotion piece type."""
+    """A move in 16 bits: from square, to square, promotion piece type (below 4096: an index of PLAIN_MOVES)."""
     return move.from_square | move.to_square << 6 | (move.promotion or 0) << 12
 
 
 def code_move(code: int) -> chess.Move:
-    return chess.Move(code & 63, code >> 6 & 63, code >> 12 or None)
+    return PLAIN_MOVES[code] if code < 4096 else chess.Move(code & 63, code >> 6 & 63, code >> 12)
 
 
 class Batch:
