@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import chess
@@ -199,6 +201,17 @@ def test_bad_sources_are_reported_by_name(tmp_path):
     assert "broken.pgn game 1" in summary.text()
     stored = shards.read_meta(tmp_path / "y")["runs"][-1]["summary"]["read"]["broken.pgn"]
     assert stored["skipped"] == {"games with illegal or unreadable moves": 1}
+
+
+@needs_stockfish
+def test_worker_engines_close_quietly(tmp_path):
+    """Each worker's engine is closed once when the pool ends (closing it twice printed tracebacks)."""
+    result = subprocess.run([sys.executable, "-m", "training", "label", str(GAMES), "--out", str(tmp_path),
+                             "--engine", stockfish_path(), "--nodes", "30", "--multipv", "1", "--workers", "2",
+                             "--per-game", "1", "--max-positions", "4"],
+                            capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[1])
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and "labelled 4 now" in result.stdout + result.stderr
 
 
 @needs_stockfish

@@ -219,9 +219,16 @@ def _worker_engine(command: str) -> chess.engine.SimpleEngine:
         import atexit
         import multiprocessing.util
         engine = _ENGINES[command] = open_engine(command)
-        multiprocessing.util.Finalize(None, engine.quit, exitpriority=10)  # pool workers skip atexit
-        atexit.register(engine.quit)
+        # pool workers skip atexit, other processes may skip the finaliser: both close it, the first one wins
+        multiprocessing.util.Finalize(None, _close_worker_engine, args=(command,), exitpriority=10)
+        atexit.register(_close_worker_engine, command)
     return engine
+
+
+def _close_worker_engine(command: str) -> None:
+    engine = _ENGINES.pop(command, None)
+    if engine is not None:
+        engine.quit()
 
 
 def analyse(engine: chess.engine.SimpleEngine, fen: str, nodes: int, multipv: int
