@@ -256,16 +256,19 @@ def legal_moves(board: chess.Board) -> list[chess.Move]:
     safety in a call of its own; here one loop applies its rules directly: a
     pinned piece keeps only the squares on its line to the king, the king only
     squares the enemy does not attack. Positions in check (evasions),
-    castling, en passant, board variants and boards without exactly one king
-    of the side to move are left to python-chess.
+    castling, en passant, board variants and the boards only a FEN can set up
+    (no king or two kings of the side to move, pawns on a back rank) are left
+    to python-chess.
     A search's leaf needs its moves every time, and this was the largest part
     of PUCT's Python per node (docs/bench.md).
     """
     turn = board.turn
     ours = board.occupied_co[turn]
     king_mask = board.kings & ours
-    if type(board) is not chess.Board or not king_mask or king_mask & (king_mask - 1):
-        return list(board.generate_legal_moves())  # a variant, or no king or two kings (a position set up by hand)
+    if (type(board) is not chess.Board or not king_mask or king_mask & (king_mask - 1)
+            or board.pawns & chess.BB_BACKRANKS):
+        # a variant, or a position set up by hand: no king or two kings, pawns on a back rank
+        return list(board.generate_legal_moves())
     king = king_mask.bit_length() - 1
     if board.attackers_mask(not turn, king):
         return list(board.generate_legal_moves())

@@ -245,6 +245,9 @@ def test_mate_in_one_agrees_with_brute_force_on_random_positions():
     "r3k2r/8/8/8/8/8/8/R3K1rR w KQkq - 0 1",  # in check: evasions
     "8/8/8/8/8/3k4/8/3K4 w - - 0 1",
     "4k3/8/8/8/8/8/r7/K3K3 w - - 0 1",  # two white kings: not a legal position, but python-chess's answer
+    "4k3/8/8/8/8/8/8/P3K3 w - - 0 1",  # pawns on a back rank (python-chess lets them step two squares)
+    "P3k3/8/8/8/8/8/8/4K3 w - - 0 1",
+    "p3k3/8/8/8/8/8/8/4K3 b - - 0 1",
 ])
 def test_legal_moves_are_python_chess_moves_in_its_order(fen):
     board = chess.Board(fen)
