@@ -93,6 +93,24 @@ def test_shard_round_trip_and_selection(tmp_path):
     np.testing.assert_array_equal(shards.best_moves(arrays), [r.policy_index[0] for r in records])
 
 
+def test_select_only_writes_what_label_would_select(tmp_path):
+    from training.__main__ import cli
+    from training.label import Summary, select_positions
+    write_synthetic(tmp_path / "test", 3)
+    arguments = ["--per-game", "3", "--min-ply", "8", "--seed", "5", "--exclude", str(tmp_path / "test")]
+    result = CliRunner().invoke(cli, ["label", str(FIXTURES / "games.pgn"), "--select-only",
+                                      str(tmp_path / "sel.epd.xz"), *arguments])
+    assert result.exit_code == 0, result.output
+    config = LabelConfig(sources=[FIXTURES / "games.pgn"], out=tmp_path, per_game=3, min_ply=8, seed=5)
+    keys = shards.dir_keys(tmp_path / "test")
+    expected = [c.board for c in select_positions(config, Summary(), keys)]
+    read_back = [c.board for c in select_positions(LabelConfig(sources=[tmp_path / "sel.epd.xz"], out=tmp_path),
+                                                   Summary(), set())]
+    assert len(expected) == 36 and f"selected 36 positions; written to {tmp_path / 'sel.epd.xz'}" in result.output
+    assert [b.fen() for b in read_back] == [b.fen() for b in expected]  # move counters kept
+    assert not (tmp_path / "sel.epd.xz.part").exists()
+
+
 def test_foreign_corrupt_and_half_written_shards_are_refused(tmp_path):
     directory = tmp_path / "ds"
     write_synthetic(directory, 6, shard_size=3)

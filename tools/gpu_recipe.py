@@ -87,6 +87,9 @@ def run_bounded(command: list[str], seconds: float) -> bool:
 @click.option("--batch-size", default=1024, show_default=True)
 @click.option("--lr", default=2e-3, show_default=True)
 @click.option("--result-weight", default=0.0, show_default=True)
+@click.option("--temperature", default=0.0, show_default=True,
+              help="If > 0: train on soft policies recomputed from the engine's scores at this temperature (cp); "
+                   "sharper than the labels' 60 cp keeps more top-1.")
 @click.option("--device", default="auto", show_default=True)
 def main(**options) -> None:
     """Label on all cores and train on the GPU in resumable steps of at most --minutes (see docs/gpu-recipe.md)."""
@@ -98,7 +101,7 @@ def step(sources: tuple[Path, ...], out: Path, engine: str, minutes: float, deli
          selfplay_games: int, selfplay_nodes: int, selfplay_random_plies: int, nodes: int, multipv: int,
          per_game: int, min_ply: int, workers: int, seed: int, extra_data: tuple[Path, ...],
          test_dir: Optional[Path], init: str, grow: bool, blocks: int, filters: int, epochs: int, batch_size: int,
-         lr: float, result_weight: float, device: str) -> None:
+         lr: float, result_weight: float, temperature: float, device: str) -> None:
     """The next piece of work, within ``minutes``."""
     from training.label import LabelConfig, label
     from training.train import TrainConfig, train
@@ -154,7 +157,8 @@ def step(sources: tuple[Path, ...], out: Path, engine: str, minutes: float, deli
     run_dir = out / "run"
     if not status.get("trained"):
         checkpoint = train(TrainConfig(data=data, out=str(run_dir), blocks=blocks, filters=filters, epochs=epochs,
-                                       batch_size=batch_size, lr=lr, result_weight=result_weight, device=device,
+                                       batch_size=batch_size, lr=lr, result_weight=result_weight,
+                                       temperature=temperature, device=device,
                                        resume=True, init=init, grow=grow, exclude=[str(test_dir)] if test_dir else [],
                                        max_minutes=max(0.01, left() / 60)))
         if load_file(checkpoint)["epoch"] < epochs:

@@ -135,7 +135,10 @@ def evaluate_engine_command(test: Path, engine: str, nodes: int, multipv: int, p
 
 @cli.command("label")
 @click.argument("sources", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Shard directory.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Shard directory.")
+@click.option("--select-only", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the positions this run would label (sampled, deduplicated, not excluded) to this EPD "
+                   "file (.xz/.gz: compressed) instead of labelling: a compact source to carry to many cores.")
 @click.option("--engine", default="stockfish", show_default=True, help="UCI engine command line.")
 @click.option("--multipv", default=6, show_default=True, help="Moves labelled per position (K).")
 @click.option("--nodes", default=25000, show_default=True, help="Nodes per position.")
@@ -162,9 +165,9 @@ def evaluate_engine_command(test: Path, engine: str, nodes: int, multipv: int, p
 @click.option("--selfplay-random-plies", default=6, show_default=True, help="Random plies after the book line.")
 @click.option("--selfplay-book", type=click.Path(exists=True, dir_okay=False),
               help="Self-play openings: a Polyglot .bin book or a PGN.")
-def label_command(sources: tuple[Path, ...], out: Path, engine: str, selfplay_games: int, selfplay_engine: str,
-                  selfplay_nodes: int, selfplay_random_plies: int, selfplay_book: Optional[str], exclude: tuple,
-                  **kwargs) -> None:
+def label_command(sources: tuple[Path, ...], out: Optional[Path], select_only: Optional[Path], engine: str,
+                  selfplay_games: int, selfplay_engine: str, selfplay_nodes: int, selfplay_random_plies: int,
+                  selfplay_book: Optional[str], exclude: tuple, **kwargs) -> None:
     """Label positions of PGN/EPD files (plain, .gz, .bz2, .xz) and fresh self-play games with an engine's
     top K moves and scores (soft policy, W/D/L) into shards; rerun the same command to resume.
 
@@ -172,8 +175,17 @@ def label_command(sources: tuple[Path, ...], out: Path, engine: str, selfplay_ga
     results in order, so the same sources, seed and settings give identical shards
     for any --workers.
     """
-    from training.label import LabelConfig, selfplay_source, label
+    from training.label import LabelConfig, label, selfplay_source, write_selection
     with clear_errors():
+        if select_only:
+            if selfplay_games or not sources:
+                raise click.UsageError("--select-only reads the given PGN/EPD files (no --selfplay)")
+            summary = write_selection(LabelConfig(sources=list(sources), out=Path("."), exclude=list(exclude),
+                                                  **kwargs), select_only)
+            click.echo(summary.text(written_to=select_only))
+            return
+        if out is None:
+            raise click.UsageError("give --out (a shard directory) or --select-only")
         engine = _engine_command(engine, must_exist=True)
         if selfplay_games:
             sources += (selfplay_source(out, _engine_command(selfplay_engine or engine, must_exist=True),

@@ -15,6 +15,8 @@ command skips what is labelled and finishes the rest.
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import json
 import lzma
 import random
@@ -95,11 +97,13 @@ class Summary:
                 "positions per second": round(self.labelled / self.seconds, 2) if self.seconds else 0.0,
                 "stopped": self.stopped or None}
 
-    def text(self) -> str:
+    def text(self, written_to: Optional[Path] = None) -> str:
+        """The summary; ``written_to``: the EPD file of a ``--select-only`` run, which labels nothing."""
         lines = [f"{name}: {stats.summary()}" for name, stats in self.read.items()]
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items())) or "none"
-        lines.append(f"selected {self.selected} positions; labelled {self.labelled} now in {self.seconds:.0f} s "
-                     f"({self.labelled / max(self.seconds, 1e-9):.1f}/s); skipped: {skipped}")
+        done = (f"written to {written_to}" if written_to else f"labelled {self.labelled} now in "
+                f"{self.seconds:.0f} s ({self.labelled / max(self.seconds, 1e-9):.1f}/s)")
+        lines.append(f"selected {self.selected} positions; {done}; skipped: {skipped}")
         if self.stopped:
             lines.append(f"stopped early: {self.stopped}")
         return "\n".join(lines)
@@ -195,6 +199,30 @@ def select_positions(config: LabelConfig, summary: Summary, excluded: set[int]) 
                     yield Candidate(board, side_result(result, board.turn), game, path.name)
         except READ_ERRORS as error:
             raise DataError(f"{path}: unreadable or truncated after {stats.games} games ({error})") from None
+
+
+def write_selection(config: LabelConfig, path: Path) -> Summary:
+    """Write the positions ``label`` would select to ``path`` as EPD (compressed by its suffix); label nothing.
+
+    Selecting means reading every game in one process, which on a many-core machine can starve the
+    labelling workers: select beforehand and carry the compact file. Move counters are kept (hmvc and
+    fmvn operations; the encoding's fifty-move plane needs them); game results are not.
+    """
+    for source in config.sources:
+        check_readable(source)
+    excluded: set[int] = set()
+    for directory in config.exclude:
+        read_meta(directory)
+        excluded |= dir_keys(directory)
+    summary = Summary()
+    opener: Any = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(path.suffix.lower(), open)
+    temporary = path.with_name(path.name + ".part")
+    with opener(temporary, "wt", encoding="utf-8") as handle:
+        for candidate in select_positions(config, summary, excluded):
+            board = candidate.board
+            handle.write(board.epd(hmvc=board.halfmove_clock, fmvn=board.fullmove_number) + "\n")
+    temporary.replace(path)
+    return summary
 
 
 # --- workers ---------------------------------------------------------------------------------------------
