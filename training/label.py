@@ -15,8 +15,6 @@ command skips what is labelled and finishes the rest.
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import json
 import lzma
 import random
@@ -34,7 +32,7 @@ import chess.pgn
 import chess.polyglot
 
 from evaluators.encoding import get_encoding
-from training.pgn import DataError, ReadStats, iter_games, open_text
+from training.pgn import COMPRESSED, DataError, ReadStats, create_text, iter_games, open_text
 from training.processes import SPAWN
 from training.shards import DEFAULT_TEMPERATURE, ShardWriter, dir_keys, engine_label, read_meta, side_result
 
@@ -118,7 +116,7 @@ def game_id(source: str, index: int) -> int:
 
 def _kind(path: Path) -> str:
     name = path.name.lower()
-    for suffix in (".gz", ".bz2", ".xz"):
+    for suffix in COMPRESSED:
         name = name.removesuffix(suffix)
     if name.endswith(".pgn"):
         return "pgn"
@@ -201,6 +199,15 @@ def select_positions(config: LabelConfig, summary: Summary, excluded: set[int]) 
             raise DataError(f"{path}: unreadable or truncated after {stats.games} games ({error})") from None
 
 
+def excluded_keys(directories: list[Path]) -> set[int]:
+    """The position keys of ``--exclude`` shard directories (a clear error for one that is not)."""
+    keys: set[int] = set()
+    for directory in directories:
+        read_meta(directory)
+        keys |= dir_keys(directory)
+    return keys
+
+
 def write_selection(config: LabelConfig, path: Path) -> Summary:
     """Write the positions ``label`` would select to ``path`` as EPD (compressed by its suffix); label nothing.
 
@@ -210,14 +217,10 @@ def write_selection(config: LabelConfig, path: Path) -> Summary:
     """
     for source in config.sources:
         check_readable(source)
-    excluded: set[int] = set()
-    for directory in config.exclude:
-        read_meta(directory)
-        excluded |= dir_keys(directory)
+    excluded = excluded_keys(config.exclude)
     summary = Summary()
-    opener: Any = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(path.suffix.lower(), open)
     temporary = path.with_name(path.name + ".part")
-    with opener(temporary, "wt", encoding="utf-8") as handle:
+    with create_text(temporary, path.suffix) as handle:
         for candidate in select_positions(config, summary, excluded):
             board = candidate.board
             handle.write(board.epd(hmvc=board.halfmove_clock, fmvn=board.fullmove_number) + "\n")
@@ -372,10 +375,7 @@ def label(config: LabelConfig, command_line: str = "", progress: bool = True,
     probe.quit()
     writer = ShardWriter(config.out, encoding, labeller_settings(config, engine_name), config.shard_size)
     done = dir_keys(config.out)
-    excluded: set[int] = set()
-    for directory in config.exclude:
-        read_meta(directory)  # a clear error if it is not a shard directory
-        excluded |= dir_keys(directory)
+    excluded = excluded_keys(config.exclude)
     summary = Summary()
     started = time.monotonic()
     deadline = started + config.max_minutes * 60 if config.max_minutes else None

@@ -28,14 +28,25 @@ class DataError(Exception):
     """A data file that cannot be read at all."""
 
 
+#: Openers of compressed files by suffix (anything else is plain text).
+COMPRESSED = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+
+
 def open_text(path: Path) -> TextIO:
     """Open a plain or compressed text file."""
-    opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(path.suffix.lower())
+    opener = COMPRESSED.get(path.suffix.lower())
     if not path.exists():
         raise DataError(f"{path}: no such file")
     if opener is not None:
         return io.TextIOWrapper(opener(path, "rb"), encoding="utf-8", errors="replace")  # type: ignore[arg-type]
     return open(path, encoding="utf-8", errors="replace")
+
+
+def create_text(path: Path, suffix: str = "") -> TextIO:
+    """Create a plain or compressed text file for writing, compressed as ``suffix`` says (default: the
+    path's own suffix; give the final name's to a temporary file), so that ``open_text`` reads it back."""
+    opener = COMPRESSED.get((suffix or path.suffix).lower(), open)
+    return opener(path, "wt", encoding="utf-8")  # type: ignore[operator]
 
 
 @dataclass
