@@ -6,8 +6,8 @@
 # OUTDIR/<tc>.pgn and OUTDIR/<tc>.log per time control and OUTDIR/summary.txt with their counts.
 #
 # Usage: docs/run-fastchess.sh OUTDIR [GAMES_PER_TC]    (default 34 per time control, 102 in all)
-# Environment: TCS (default "1+0.01 10+0.1 40/60"), CONCURRENCY (default 1; 2 on two cores still has only two engines
-# thinking at once, each with one thread), FASTCHESS (default: fastchess on PATH, else ../shared/bin/fastchess), STOCKFISH (default:
+# Environment: TCS (default "1+0.01 10+0.1 40/60"), CONCURRENCY (default 1; ours gets its default of 2 Threads, or
+# cores / CONCURRENCY where that is fewer, so that on two cores only two threads think at once), FASTCHESS (default: fastchess on PATH, else ../shared/bin/fastchess), STOCKFISH (default:
 # stockfish on PATH, else /usr/games/stockfish), SF_ELO (default 1500), ENGINE_ARGS (default: none, i.e.
 # resnet + puct), ENGINE_OPTIONS (UCI options of ours as NAME=VALUE..., default none), SRAND (opening seed, default
 # 1), OPENINGS (default ../shared/data/games/carlsen-classical.pgn, first 8 plies).
@@ -32,6 +32,11 @@ source "$root/docs/fastchess-adjudication.sh"
 ours=(cmd="$root/bin/engine" name=hackmate dir="$root")
 [ -z "${ENGINE_ARGS:-}" ] || ours+=(args="$ENGINE_ARGS")
 for setting in ${ENGINE_OPTIONS:-}; do ours+=("option.$setting"); done
+# one engine of a game thinks at a time: ours gets its share of the cores unless ENGINE_OPTIONS sets Threads
+case " ${ENGINE_OPTIONS:-} " in
+    *" Threads="* | *" threads="*) ;;
+    *) share=$(( $(nproc) / ${CONCURRENCY:-1} )); ours+=("option.Threads=$(( share > 2 ? 2 : share > 0 ? share : 1 ))") ;;
+esac
 
 cd "$out"  # fastchess writes its config.json (resume state) here
 for tc in $tcs; do

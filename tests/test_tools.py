@@ -10,7 +10,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from tools.match import Adjudication, cli as match_cli, load_openings
+from engine.options import DEFAULT_THREADS
+from tools.match import Adjudication, cli as match_cli, load_openings, with_thread_share
 from tools.suite import is_solved, load_suite, run_suite
 
 LATE = chess.Board("4k3/8/8/8/8/8/8/4K3 w - - 0 60")  # past move 40
@@ -83,3 +84,12 @@ def test_match_openings_name_the_pgn_game_with_an_illegal_move(tmp_path):
     (tmp_path / "empty.epd").write_text("\n")
     with pytest.raises(click.ClickException, match="no opening positions"):
         load_openings(tmp_path / "empty.epd", 0, 1)
+
+
+def test_match_gives_each_of_our_engines_its_share_of_the_cores(monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert with_thread_share({}, 2) == {"Threads": "1"}  # two games at a time on two cores
+    assert with_thread_share({"Hash": "16"}, 1) == {"Hash": "16", "Threads": "2"}
+    assert with_thread_share({"threads": "3"}, 2) == {"threads": "3"}  # given: kept
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    assert with_thread_share({}, 1)["Threads"] == str(DEFAULT_THREADS)  # never above the default

@@ -42,7 +42,7 @@ def test_uci_lists_the_options(driver):
     engine = driver("--eval", "material", "--search", "alphabeta")
     engine.send("uci")
     options = [line for line in engine.lines if line.startswith("option")]
-    assert "option name Threads type spin default 1 min 1 max 128" in options
+    assert f"option name Threads type spin default {min(2, os.cpu_count() or 1)} min 1 max 128" in options
     assert "option name UCI_Chess960 type check default false" in options
     assert any(line.startswith("option name Hash type spin default 256") for line in options)
     assert not any("NNThreads" in line for line in options)

@@ -7,6 +7,7 @@ oversteps its time loses on time exactly as under a GUI.
 
 from __future__ import annotations
 
+import os
 import random
 import shlex
 import shutil
@@ -23,6 +24,7 @@ import chess.engine
 import chess.pgn
 import click
 
+from engine.options import DEFAULT_THREADS
 from tools.elo import MatchStats
 
 MAX_PLIES = 400  # adjudicated as a draw beyond this
@@ -251,6 +253,17 @@ def parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
     return options
 
 
+def with_thread_share(options: dict[str, str], concurrency: int) -> dict[str, str]:
+    """Our engine's options with ``Threads`` at most its share of the cores, unless given.
+
+    Only one engine of a game thinks at a time, so ``concurrency`` engines think at once: each gets
+    the default thread count, or cores // concurrency (at least one) where that is fewer.
+    """
+    if any(name.lower() == "threads" for name in options):
+        return options
+    return {**options, "Threads": str(max(1, min(DEFAULT_THREADS, (os.cpu_count() or 1) // concurrency)))}
+
+
 def find_stockfish() -> Optional[str]:
     """Debian installs Stockfish in /usr/games, which is not always on PATH."""
     return shutil.which("stockfish") or (shutil.which("stockfish", path="/usr/games"))
@@ -270,7 +283,9 @@ def find_stockfish() -> Optional[str]:
               help="EPD or PGN file of opening positions (default: the start position).")
 @click.option("--opening-plies", default=8, show_default=True,
               help="With a PGN opening file: how many plies of each game to play before the engines take over.")
-@click.option("--concurrency", default=2, show_default=True, help="Games played at the same time.")
+@click.option("--concurrency", default=2, show_default=True,
+              help="Games played at the same time; each of our engines gets Threads = cores / concurrency "
+                   "unless an option sets it.")
 @click.option("--pgn", "pgn_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the games to this PGN file.")
 @click.option("--seed", default=1, show_default=True, help="Seed for choosing openings.")
@@ -283,10 +298,10 @@ def cli(engine_args: str, engine_options: tuple[str, ...], opponent: str, oppone
     """Play a match of our engine against another UCI engine and print W/D/L, Elo and LOS."""
     our_command = [sys.executable, "-m", "engine", *shlex.split(engine_args)]
     ours = Player("hackmate " + engine_args if engine_args else "hackmate", our_command,
-                  parse_options(engine_options))
+                  with_thread_share(parse_options(engine_options), concurrency))
     if opponent == "self":
         theirs = Player("hackmate " + opponent_args, [sys.executable, "-m", "engine", *shlex.split(opponent_args)],
-                        parse_options(opponent_options))
+                        with_thread_share(parse_options(opponent_options), concurrency))
     else:
         command = shlex.split(opponent)
         if command == ["stockfish"]:
