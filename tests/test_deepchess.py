@@ -288,3 +288,25 @@ def test_comparator_refuses_other_networks(tiny_comparator, tmp_path):
 def test_active_features_agree_with_encoding():
     board = chess.Board("r3k2r/8/8/8/8/8/8/R3K2R b Kq - 0 1")
     assert sorted(active_features(board)) == sorted(np.flatnonzero(encode(board)).tolist())
+
+
+def test_distilling_from_an_ensemble_of_trained_teachers(tiny_comparator, tmp_path):
+    onnx_path, report = tiny_comparator
+    run = onnx_path.parent / "run"
+    labels = onnx_path.parent / "labels.jsonl.gz"
+    config = DeepChessConfig(pgn=[str(FIXTURE)], out=str(tmp_path / "again"), labels=[str(labels)],
+                             pairs_per_epoch=2000, distill_epochs=1, val_pairs=500, validation=0.3,
+                             teachers=[str(run / "teacher.pt")] * 2, student=str(run / "student.pt"))
+    again = run_pipeline(config, log=lambda _: None)
+    # two copies of one teacher judge as that teacher, on the same held-out pairs
+    assert again["evaluation"]["validation"]["full"] == pytest.approx(report["evaluation"]["validation"]["full"])
+    assert again["history"]["full"] == [] and not (tmp_path / "again" / "teacher.pt").exists()
+    assert (tmp_path / "again" / "student.pt").exists()
+    with pytest.raises(ValueError, match="teacher.pt: a comparator of sizes"):
+        run_pipeline(DeepChessConfig(pgn=[str(FIXTURE)], out=str(tmp_path / "bad"), labels=[str(labels)],
+                                     validation=0.3, teachers=[str(run / "teacher.pt")],
+                                     student=str(run / "teacher.pt")), log=lambda _: None)
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="junk.pt: not a PyTorch weights file"):
+        run_pipeline(DeepChessConfig(pgn=[str(FIXTURE)], out=str(tmp_path / "bad"), labels=[str(labels)],
+                                     validation=0.3, teachers=[str(tmp_path / "junk.pt")]), log=lambda _: None)

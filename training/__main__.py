@@ -277,17 +277,24 @@ def _deepchess_data_options(command):
 @click.option("--lr-decay", default=0.99, show_default=True,
               help="Learning rate factor per epoch of the Siamese, distilled and from-scratch training (below 1 "
                    "anneals, so that the last epoch, the one kept, is a settled one).")
+@click.option("--teacher", "teachers", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Distil from this trained comparator (teacher.pt of a run on the same games) instead of "
+                   "pretraining and training one; repeated, their probabilities are averaged (an ensemble).")
+@click.option("--student", type=click.Path(exists=True, dir_okay=False),
+              help="Continue distilling this small network (student.pt of a run) instead of starting with its "
+                   "tower regressing the teacher's features.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda.")
 def deepchess(pgn: tuple[str, ...], out: str, labels: tuple[str, ...], eval_sets: tuple[str, ...],
-              **kwargs) -> None:
+              teachers: tuple[str, ...], **kwargs) -> None:
     """DeepChess: Pos2Vec pretraining, Siamese comparator, distillation and a small net from scratch.
 
-    Writes teacher.pt, student.pt, scratch.pt, validation.npz (this run's held-out
-    pairs, usable as --eval-set) and report.json into the run directory.
+    Writes teacher.pt (unless --teacher gives it), student.pt, scratch.pt,
+    validation.npz (this run's held-out pairs, usable as --eval-set) and
+    report.json into the run directory.
     """
     from training.deepchess import DeepChessConfig, run_pipeline
     report = run_pipeline(DeepChessConfig(pgn=list(pgn), out=out, labels=list(labels), eval_sets=list(eval_sets),
-                                          **kwargs))
+                                          teachers=list(teachers), **kwargs))
     click.echo(json.dumps(report["evaluation"], indent=1))
 
 

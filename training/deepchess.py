@@ -12,7 +12,10 @@
    pairs (two children of one parent, ranked by the engine's scores).
 4. Distillation into a 773-100-100-100 tower with a 100-2 head over the pair
    (200-100-2): first the tower regresses the teacher's features, then the
-   whole network matches the teacher's soft outputs.
+   whole network matches the teacher's soft outputs. Beyond the paper, the
+   teacher may be several trained comparators whose probabilities are averaged
+   (an ensemble teaches better than any of its members, Hinton et al. 2015), and
+   the student may start from an earlier one.
 Also trains the same small network from scratch, for the paper's comparison.
 Every network is measured on the run's validation set (``validation.npz``) and
 on any named validation set (training.valset) with the engine's symmetrised
@@ -28,7 +31,7 @@ from array import array
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 import numpy as np
 import torch
@@ -42,6 +45,7 @@ from training.pairs import (PairSampler, PositionSet, SiblingSet, pack, position
 from training.pgn import ReadStats, iter_games
 from training.train import pick_device
 from training.valset import ValidationSet, build_validation_set
+from training.weights import WeightsError, read_torch_file
 
 POS2VEC_LAYERS = [INPUT_SIZE, 600, 400, 200, 100]
 TEACHER_HEAD = [200, 400, 200, 100, 2]
@@ -77,6 +81,36 @@ class Comparator(nn.Module):
 
     def forward(self, first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
         return self.head(torch.cat([self.tower(first), self.tower(second)], dim=1))
+
+
+class Ensemble(nn.Module):
+    """Trained comparators judging together: their probabilities averaged (forward gives the log of the mean).
+
+    Its features are the members' features side by side and its head splits them
+    again, so the evaluation's tower-then-head path measures it as one network.
+    """
+
+    def __init__(self, members: list[Comparator]) -> None:
+        super().__init__()
+        self.members = nn.ModuleList(members)
+        self.widths = [member.sizes["tower"][-1] for member in members]
+        self.sizes = {"tower": [INPUT_SIZE, sum(self.widths)], "members": [member.sizes for member in members]}
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([member.features(x) for member in self.members], dim=1)
+
+    def head(self, pair: torch.Tensor) -> torch.Tensor:
+        half = pair.shape[1] // 2
+        firsts, seconds = torch.split(pair[:, :half], self.widths, 1), torch.split(pair[:, half:], self.widths, 1)
+        probabilities = [F.softmax(member.head(torch.cat([a, b], dim=1)), 1)
+                         for member, a, b in zip(self.members, firsts, seconds)]
+        return torch.stack(probabilities).mean(0).log()
+
+    def forward(self, first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.cat([self.features(first), self.features(second)], dim=1))
+
+
+Judge = Union[Comparator, Ensemble]
 
 
 def to_bits(packed: torch.Tensor) -> torch.Tensor:
@@ -190,7 +224,7 @@ def pretrain_pos2vec(packed: np.ndarray, epochs: int, lr: float = 5e-3, decay: f
 
 
 def train_comparator(model: Comparator, sampler: PairSampler, validation: ValidationSet, epochs: int,
-                     pairs_per_epoch: int, lr: float, seed: int, teacher: Optional[Comparator] = None,
+                     pairs_per_epoch: int, lr: float, seed: int, teacher: Optional[Judge] = None,
                      decay: float = 0.99, batch: int = 256, name: str = "siamese",
                      log: Callable[[str], None] = print) -> list[dict]:
     """Cross-entropy on fresh pairs each epoch, or, with ``teacher``, matching its soft outputs (distillation)."""
@@ -249,7 +283,7 @@ def distill_tower(student: Comparator, teacher: Comparator, packed: np.ndarray, 
 
 
 @torch.no_grad()
-def tower_features(model: Comparator, packed: np.ndarray, batch: int = 8192) -> torch.Tensor:
+def tower_features(model: Judge, packed: np.ndarray, batch: int = 8192) -> torch.Tensor:
     device = next(model.parameters()).device
     if not len(packed):
         return torch.zeros(0, model.sizes["tower"][-1], device=device)
@@ -258,7 +292,7 @@ def tower_features(model: Comparator, packed: np.ndarray, batch: int = 8192) -> 
 
 
 @torch.no_grad()
-def white_prefers(model: Comparator, first: torch.Tensor, second: torch.Tensor, batch: int = 65536) -> torch.Tensor:
+def white_prefers(model: Judge, first: torch.Tensor, second: torch.Tensor, batch: int = 65536) -> torch.Tensor:
     """P(first better for White) from tower features, symmetrised as the engine does: (f(a,b) + 1 - f(b,a)) / 2."""
     out = []
     for i in range(0, len(first), batch):
@@ -277,7 +311,7 @@ def _accuracy(p_first: torch.Tensor, label: np.ndarray) -> Optional[float]:
 
 
 @torch.no_grad()
-def preferred_child_share(model: Comparator, features: torch.Tensor, siblings: SiblingSet) -> Optional[float]:
+def preferred_child_share(model: Judge, features: torch.Tensor, siblings: SiblingSet) -> Optional[float]:
     """Share of parents whose round-robin winner among the scored children is the engine's best move.
 
     Each child scores the sum of its probabilities of beating the others for the
@@ -304,7 +338,7 @@ def preferred_child_share(model: Comparator, features: torch.Tensor, siblings: S
 
 
 @torch.no_grad()
-def evaluate(model: Comparator, validation: ValidationSet) -> dict[str, Optional[float]]:
+def evaluate(model: Judge, validation: ValidationSet) -> dict[str, Optional[float]]:
     """Won-vs-lost pair accuracy, sibling-pair accuracy and preferred-child share on a validation set."""
     model.eval()
     p = white_prefers(model, tower_features(model, validation.first), tower_features(model, validation.second))
@@ -333,6 +367,8 @@ class DeepChessConfig:
     distill_epochs: int = 20
     lr: float = 1e-3
     lr_decay: float = 0.99  # learning rate factor per comparator epoch
+    teachers: list[str] = field(default_factory=list)  # trained comparators (.pt) to distil from, else train one
+    student: Optional[str] = None  # a small network (.pt) to continue distilling, else its tower regresses first
     sibling_share: float = 0.5  # share of sibling pairs among the training pairs (when labels are given)
     sibling_margin: float = 0.05  # expected-score gap below which two siblings count as tied
     sibling_quiet: bool = False  # children encoded after their captures (training.pairs.SiblingBuilder)
@@ -416,13 +452,23 @@ def run_pipeline(config: DeepChessConfig, log: Callable[[str], None] = print) ->
     tower_inputs = np.concatenate([train_set.bits, data.siblings.children[
         np.random.default_rng(config.seed).choice(len(data.siblings.children), extra, replace=False)]])
 
-    teacher = Comparator(POS2VEC_LAYERS, TEACHER_HEAD).to(device)
-    teacher.tower = pretrain_pos2vec(tower_inputs, config.pretrain_epochs, log=log, device=device)
-    history = {"full": train_comparator(teacher, sampler, validation, config.epochs, config.pairs_per_epoch,
-                                        config.lr, config.seed, decay=config.lr_decay, name="siamese",
-                                        log=log)}
-    student = Comparator(STUDENT_LAYERS, STUDENT_HEAD).to(device)
-    distill_tower(student, teacher, tower_inputs, max(1, config.distill_epochs // 4), config.lr, log=log)
+    teacher: Judge
+    if config.teachers:
+        teacher = Ensemble([load_comparator(Path(path))[0] for path in config.teachers]).to(device)
+        history: dict[str, list] = {"full": []}  # trained by the runs that wrote them
+    else:
+        teacher = Comparator(POS2VEC_LAYERS, TEACHER_HEAD).to(device)
+        teacher.tower = pretrain_pos2vec(tower_inputs, config.pretrain_epochs, log=log, device=device)
+        history = {"full": train_comparator(teacher, sampler, validation, config.epochs, config.pairs_per_epoch,
+                                            config.lr, config.seed, decay=config.lr_decay, name="siamese",
+                                            log=log)}
+    if config.student:
+        student = load_comparator(Path(config.student), sizes={"tower": STUDENT_LAYERS, "head": STUDENT_HEAD})[0]
+        student = student.to(device)
+    else:
+        student = Comparator(STUDENT_LAYERS, STUDENT_HEAD).to(device)
+        first_teacher = teacher.members[0] if isinstance(teacher, Ensemble) else teacher
+        distill_tower(student, first_teacher, tower_inputs, max(1, config.distill_epochs // 4), config.lr, log=log)
     history["distilled"] = train_comparator(student, sampler, validation, config.distill_epochs,
                                             config.pairs_per_epoch, config.lr, config.seed + 2, teacher=teacher,
                                             decay=config.lr_decay, name="distilled", log=log)
@@ -436,13 +482,15 @@ def run_pipeline(config: DeepChessConfig, log: Callable[[str], None] = print) ->
               "accuracy": {name: evaluation["validation"][name]["won_lost"] for name in NETWORKS},
               "evaluation": evaluation, "history": history, "config": config.__dict__}
     for name, model in (("teacher", teacher), ("student", student), ("scratch", scratch)):
+        if not isinstance(model, Comparator):
+            continue  # an ensemble of files already on disk (config.teachers)
         torch.save({"model": {k: v.cpu() for k, v in model.state_dict().items()}, "sizes": model.sizes,
                     "report": report}, out / f"{name}.pt")
     (out / "report.json").write_text(json.dumps(report, indent=2))
     return report
 
 
-def evaluate_all(networks: dict[str, Comparator], sets: list[ValidationSet],
+def evaluate_all(networks: dict[str, Judge], sets: list[ValidationSet],
                  own: Optional[ValidationSet] = None) -> dict[str, dict]:
     """{set name ("validation" for ``own``): {network: figures, baseline: figures}}."""
     return {("validation" if s is own else s.name): {**{name: evaluate(model, s) for name, model in networks.items()},
@@ -450,8 +498,13 @@ def evaluate_all(networks: dict[str, Comparator], sets: list[ValidationSet],
             for s in sets}
 
 
-def load_comparator(path: Path) -> tuple[Comparator, dict]:
-    state = torch.load(path, map_location="cpu", weights_only=True)  # a .pt from a stranger runs no code
+def load_comparator(path: Path, sizes: Optional[dict] = None) -> tuple[Comparator, dict]:
+    """A comparator checkpoint (teacher.pt, student.pt, scratch.pt); with ``sizes``, only a network of that shape."""
+    state = read_torch_file(path)  # a .pt from a stranger runs no code
+    if not isinstance(state, dict) or not {"model", "sizes"} <= state.keys():
+        raise WeightsError(f"{path}: not a comparator checkpoint (teacher.pt, student.pt or scratch.pt of a run)")
+    if sizes is not None and state["sizes"] != sizes:
+        raise WeightsError(f"{path}: a comparator of sizes {state['sizes']}, not {sizes}")
     model = Comparator(state["sizes"]["tower"], state["sizes"]["head"])
     model.load_state_dict(state["model"])
     model.eval()

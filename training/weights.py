@@ -27,16 +27,21 @@ class WeightsError(ValueError):
     """A network file that is not what it claims to be, or not the network asked for."""
 
 
-def load_file(path: Path, device: str | torch.device = "cpu") -> dict:
-    """The dictionary saved in ``path``, refusing anything but tensors and plain containers."""
+def read_torch_file(path: Path, device: str | torch.device = "cpu") -> object:
+    """What ``path`` holds, refusing anything but tensors and plain containers; errors name the file."""
     try:
-        state = torch.load(path, map_location=device, weights_only=True)
+        return torch.load(path, map_location=device, weights_only=True)
     except FileNotFoundError:
         raise WeightsError(f"{path}: no such file") from None
     except Exception as error:  # torch.load fails in many ways on a file that is not what it claims
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise WeightsError(f"{path}: not a PyTorch weights file, or one holding more than weights ({first_line})") \
             from None
+
+
+def load_file(path: Path, device: str | torch.device = "cpu") -> dict:
+    """The policy-value network dictionary saved in ``path`` (read by :func:`read_torch_file`)."""
+    state = read_torch_file(path, device)
     missing = [key for key in KEYS if not isinstance(state, dict) or key not in state]
     if missing:
         raise WeightsError(f"{path}: not a policy-value network file (missing {', '.join(missing)})")
