@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import chess
@@ -22,6 +23,7 @@ from search.puct import PuctSearch  # noqa: E402
 from training.rl.dqn import (DQNConfig, expert_cross_entropy, expert_margin_loss, td_loss, td_targets,  # noqa: E402
                              train_dqn)
 from training.rl.replay import ReplayBuffer, game_transitions, observe, unpack_bits, white_material  # noqa: E402
+from training.weights import WeightsError  # noqa: E402
 
 ENCODING = get_encoding("planes18")
 
@@ -137,6 +139,19 @@ def test_dqn_resumes_where_it_stopped(toy_run):
     history = json.loads((Path(config.out) / "history.json").read_text())
     assert state["counters"]["step"] >= resumed.steps and history[0]["step"] < config.steps + 60
     assert state["counters"]["updates"] > 0
+
+
+def test_a_run_directory_holding_another_file_is_refused_by_name(toy_run, tmp_path):
+    config, _ = toy_run
+    out = tmp_path / "other"
+    out.mkdir()
+    shutil.copy(Path(config.out) / "replay.npz", out / "replay.npz")
+    (out / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(WeightsError, match="checkpoint.pt: not a PyTorch weights file"):
+        train_dqn(DQNConfig(**{**config.__dict__, "out": str(out)}), progress=False)
+    torch.save({"format": "something-else"}, out / "checkpoint.pt")
+    with pytest.raises(WeightsError, match="checkpoint.pt: not a DQN checkpoint"):
+        train_dqn(DQNConfig(**{**config.__dict__, "out": str(out)}), progress=False)
 
 
 def test_expert_margin_loss_against_hand_computed_values():

@@ -443,7 +443,8 @@ def dqn_command(out: Path, expert_pgn: tuple[Path, ...], **kwargs) -> None:
     transitions, then from epsilon-greedy self-play. Writes OUT/dqn.onnx (play it with --eval dqn)."""
     from training.rl.dqn import DQNConfig, train_dqn
     config = DQNConfig(str(out), [str(p) for p in expert_pgn], **kwargs)
-    click.echo(f"wrote {train_dqn(config, command=' '.join(shlex.quote(a) for a in sys.argv))}")
+    with clear_errors():
+        click.echo(f"wrote {train_dqn(config, command=' '.join(shlex.quote(a) for a in sys.argv))}")
 
 
 @cli.command("ppo")

@@ -52,6 +52,7 @@ from training.rl.history import save_history
 from training.rl.replay import (ReplayBuffer, State, expert_transitions, game_transitions, observe, unpack_bits,
                                 white_material)
 from training.train import pick_device, unpack_planes
+from training.weights import WeightsError, read_torch_file
 
 FORMAT = "hackmate-dqn"
 ENCODING = "planes18"
@@ -194,10 +195,10 @@ class Trainer:
         replay = self.out / "replay.npz"
         if not (self.checkpoint.exists() and replay.exists()):
             return False
-        state = torch.load(self.checkpoint, map_location=self.device, weights_only=True)
-        if state.get("format") != FORMAT or state["shape"] != self.model.shape:
-            raise ValueError(f"{self.checkpoint}: a {state.get('format')} checkpoint of shape {state.get('shape')}, "
-                             f"not a {FORMAT} of shape {self.model.shape}: use another --out or the same sizes")
+        state = read_checkpoint(self.checkpoint, self.device)
+        if state["shape"] != self.model.shape:
+            raise WeightsError(f"{self.checkpoint}: a checkpoint of shape {state['shape']}, not of the requested "
+                               f"{self.model.shape}: use another --out or the same sizes")
         self.model.load_state_dict(state["model"])
         self.target.load_state_dict(state["target"])
         self.optimizer.load_state_dict(state["optimizer"])
@@ -373,13 +374,22 @@ def train_dqn(config: DQNConfig, progress: bool = True, command: str = "") -> Pa
     return trainer.save(started, command)
 
 
+def read_checkpoint(path: Path, device: str | torch.device = "cpu") -> dict:
+    """The DQN checkpoint dictionary in ``path``, read by the checked loader of all network files."""
+    state = read_torch_file(path, device)
+    if not isinstance(state, dict) or state.get("format") != FORMAT or "shape" not in state or "model" not in state:
+        raise WeightsError(f"{path}: not a DQN checkpoint (format {FORMAT})")
+    return state
+
+
 def load_q_network(path: Path) -> tuple[QNetwork, dict]:
     """(network in eval mode, checkpoint dictionary) of a DQN checkpoint."""
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
-        raise ValueError(f"{path} is not a DQN checkpoint (format {FORMAT})")
-    model = QNetwork(**state["shape"])
-    model.load_state_dict(state["model"])
+    state = read_checkpoint(path)
+    try:
+        model = QNetwork(**state["shape"])
+        model.load_state_dict(state["model"])
+    except (TypeError, RuntimeError) as error:
+        raise WeightsError(f"{path}: its weights do not fit its declared shape {state['shape']} ({error})") from None
     return model.eval(), state
 
 
