@@ -4,10 +4,11 @@
 # (W/D/L, Elo with its 95% interval from game pairs) in OUTDIR/summary.txt.
 #
 # Usage: docs/run-option-match.sh OUTDIR GAMES NAME=VALUE...   e.g. docs/run-option-match.sh runs/tp0 40 TacticalPriors=0
-# Environment: TC (default 10+0.1), CONCURRENCY (default 2: two games at a time, each engine with Threads 1, so
-# never more than two threads thinking on two cores), SRAND (opening seed, default 1), ENGINE_ARGS (for both
-# engines, default none: resnet + puct), BASE_OPTIONS (NAME=VALUE... for both engines), FASTCHESS, OPENINGS
-# (default ../shared/data/games/carlsen-classical.pgn, first 8 plies).
+# Environment: TC (default 10+0.1), CONCURRENCY (default 2: two games at a time; one engine of a game thinks at a
+# time, with its default of 2 Threads or cores / CONCURRENCY where that is fewer, so never more threads think than
+# there are cores), SRAND (opening seed, default 1), ENGINE_ARGS (for both engines, default none: resnet + puct),
+# BASE_OPTIONS (NAME=VALUE... for both engines, Threads included), FASTCHESS, OPENINGS (default
+# ../shared/data/games/carlsen-classical.pgn, first 8 plies).
 # Decided games are adjudicated as bin/match does (docs/fastchess-adjudication.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,7 +24,11 @@ openings="${OPENINGS:-$root/../shared/data/games/carlsen-classical.pgn}"
 # shellcheck source=docs/fastchess-adjudication.sh
 source "$root/docs/fastchess-adjudication.sh"
 
-common=(cmd="$root/bin/engine" dir="$root" option.Threads=1)
+common=(cmd="$root/bin/engine" dir="$root")
+case " ${BASE_OPTIONS:-} " in
+    *" Threads="*) ;;
+    *) share=$(( $(nproc) / ${CONCURRENCY:-2} )); common+=("option.Threads=$(( share > 2 ? 2 : share > 0 ? share : 1 ))") ;;
+esac
 [ -z "${ENGINE_ARGS:-}" ] || common+=(args="$ENGINE_ARGS")
 for setting in ${BASE_OPTIONS:-}; do common+=("option.$setting"); done
 tuned=("${common[@]}" name="tuned")
