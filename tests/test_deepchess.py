@@ -25,7 +25,8 @@ from evaluators.material import MaterialEvaluator, quiescence_cp  # noqa: E402
 from training.deepchess import (DeepChessConfig, evaluate, load_network, prepare_data, read_games,  # noqa: E402
                                 run_pipeline)
 from training.export import export_comparator, write_metadata  # noqa: E402
-from training.pairs import position_key, read_labels, sibling_pairs, split_siblings, unpack  # noqa: E402
+from training.pairs import (SIBLING_FIELDS, position_key, read_labels, sibling_pairs,  # noqa: E402
+                            split_siblings, unpack)
 from training.valset import ValidationSet  # noqa: E402
 
 FIXTURE = Path(__file__).parent / "fixtures" / "games.pgn"
@@ -127,6 +128,23 @@ def test_quiet_siblings_are_encoded_after_their_exchange(tmp_path):
             for uci in expected[move] if quiet_children else [move]:
                 board.push_uci(uci)
             assert (unpack(siblings.children[c:c + 1])[0] == encode(board)).all()
+
+
+def test_sibling_children_encoded_by_worker_processes_are_the_same(tmp_path, monkeypatch):
+    import training.pairs
+    monkeypatch.setattr(training.pairs, "ENCODE_CHUNK", 1)  # one parent per unit of work: both workers get some
+    path = write_multipv(tmp_path / "labels.jsonl.gz", [
+        ("4k3/8/2p5/3q4/8/2N5/7P/3RK3 w - - 0 1", [("c3d5", 500, None), ("h2h3", -700, None)]),
+        ("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3", [("f1b5", 40, None), ("h2h4", -60, None)]),
+        ("rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 1 2", [("b8c6", -25, None), ("d8h4", -300, None)]),
+    ])
+    first = position_key(chess.Board("4k3/8/2p5/3q4/8/2N5/7P/3RK3 w - - 0 1"))
+    alone = split_siblings(read_labels(path), lambda key: key == first, quiet=True)
+    shared = split_siblings(read_labels(path), lambda key: key == first, quiet=True, workers=2)
+    assert len(alone[0]) == 2 and len(alone[1]) == 1 and alone[2] == shared[2]
+    for one, other in zip(alone[:2], shared[:2]):
+        for name in SIBLING_FIELDS:
+            assert np.array_equal(getattr(one, name), getattr(other, name)), name
 
 
 def test_search_preferred_child_plays_the_scored_children_only(tmp_path):

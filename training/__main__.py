@@ -258,7 +258,9 @@ def _deepchess_data_options(command):
         click.option("--validation", default=0.1, show_default=True, help="Fraction of games held out."),
         click.option("--val-pairs", default=20_000, show_default=True, help="Held-out won-vs-lost pairs."),
         click.option("--val-parents", default=10_000, show_default=True, help="Held-out sibling parents kept."),
-        click.option("--seed", default=1, show_default=True)]):
+        click.option("--seed", default=1, show_default=True),
+        click.option("--workers", default=os.cpu_count() or 1, show_default=True,
+                     help="Processes encoding the sibling children (the same data for any number).")]):
         command = option(command)
     return command
 

@@ -376,6 +376,7 @@ class DeepChessConfig:
     val_pairs: int = 20_000
     val_parents: int = 10_000
     seed: int = 1
+    workers: int = 1  # processes encoding sibling children (training.pairs.SiblingBuilder)
     device: str = "auto"  # auto, cpu, cuda
 
 
@@ -413,7 +414,7 @@ def prepare_data(config: DeepChessConfig, name: str = "validation", training: bo
 
     parents = chain.from_iterable(read_labels(Path(p)) for p in config.labels)
     train_siblings, val_siblings, counts = split_siblings(parents, parent_held_out, training,
-                                                          config.sibling_quiet)
+                                                          config.sibling_quiet, config.workers)
     log(f"sibling parents: {len(train_siblings)} training, {len(val_siblings)} held out ({counts})")
     validation = build_validation_set(
         name, val_set, val_siblings, games.heldout_keys, config.val_pairs, config.val_parents, config.sibling_margin,

@@ -16,9 +16,10 @@ shard directories (training.shards).
 from __future__ import annotations
 
 import json
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Optional
 
 import chess
 import chess.engine
@@ -30,6 +31,7 @@ from evaluators.material import MaterialEvaluator, quiescence_line
 from evaluators.moves import index_to_move
 from evaluators.score import cp_to_q
 from training.pgn import DataError, open_text
+from training.processes import process_pool
 from training.shards import is_shard_dir, iter_shards, score_cp
 
 PACKED_SIZE = (INPUT_SIZE + 7) // 8
@@ -164,6 +166,30 @@ class SiblingSet:
         return cls(*(np.asarray(data[prefix + name]) for name in SIBLING_FIELDS))
 
 
+def encode_children(parents: list[tuple[str, list[str]]], quiet: bool) -> np.ndarray:
+    """Packed children (one row per move, in order) of parents given as (FEN, UCI moves).
+
+    A top-level function so that worker processes can encode a share of the parents each.
+    """
+    material = MaterialEvaluator()
+    rows = []
+    for fen, moves in parents:
+        board = chess.Board(fen)
+        for uci in moves:
+            board.push_uci(uci)
+            line = quiescence_line(material, board, QUIET_BUDGET)[1] if quiet else []
+            for capture in line:
+                board.push(capture)
+            rows.append(pack(board))
+            for _ in range(len(line) + 1):
+                board.pop()
+    return np.array(rows, dtype=np.uint8).reshape(-1, PACKED_SIZE)
+
+
+#: Parents per unit of work handed to an encoding process.
+ENCODE_CHUNK = 2000
+
+
 class SiblingBuilder:
     """Collects parents and encodes their children.
 
@@ -172,13 +198,13 @@ class SiblingBuilder:
     nodes): the comparison search judges its leaves only after its own capture
     quiescence, and the paper left out positions right after a capture for the
     same reason, so the pair shows the comparator the quiet position it will be
-    asked about, not a half-finished exchange.
+    asked about, not a half-finished exchange. That quiescence is most of the
+    cost of reading labels, so the children are encoded at :meth:`build`, in
+    chunks that worker processes can share (the result does not depend on how many).
     """
 
     def __init__(self, quiet: bool = False) -> None:
         self.quiet = quiet
-        self.material = MaterialEvaluator()
-        self.children: list[np.ndarray] = []
         self.offsets, self.scores, self.moves = [0], [], []
         self.white, self.keys, self.fens = [], [], []
 
@@ -190,13 +216,6 @@ class SiblingBuilder:
         if len(scored) < 2:
             return False
         for score, move in scored:
-            board.push(move)
-            line = quiescence_line(self.material, board, QUIET_BUDGET)[1] if self.quiet else []
-            for capture in line:
-                board.push(capture)
-            self.children.append(pack(board))
-            for _ in range(len(line) + 1):
-                board.pop()
             self.scores.append(score)
             self.moves.append(move.uci())
         self.offsets.append(len(self.scores))
@@ -205,20 +224,24 @@ class SiblingBuilder:
         self.fens.append(board.fen())
         return True
 
-    def build(self) -> SiblingSet:
-        return SiblingSet(np.array(self.children, dtype=np.uint8).reshape(-1, PACKED_SIZE),
-                          np.array(self.offsets, dtype=np.int64), np.array(self.scores, dtype=np.int32),
+    def build(self, pool: Optional[Executor] = None) -> SiblingSet:
+        """The sibling set, its children encoded by ``pool``'s processes if given."""
+        parents = [(fen, self.moves[self.offsets[p]:self.offsets[p + 1]]) for p, fen in enumerate(self.fens)]
+        chunks = [parents[i:i + ENCODE_CHUNK] for i in range(0, len(parents), ENCODE_CHUNK)]
+        encoded = list((pool.map if pool else map)(encode_children, chunks, [self.quiet] * len(chunks)))
+        children = np.concatenate(encoded) if encoded else np.zeros((0, PACKED_SIZE), dtype=np.uint8)
+        return SiblingSet(children, np.array(self.offsets, dtype=np.int64), np.array(self.scores, dtype=np.int32),
                           np.array(self.moves, dtype="S5"), np.array(self.white, dtype=bool),
                           np.array(self.keys, dtype=np.uint64), np.array(self.fens, dtype="S92"))
 
 
 def split_siblings(parents: Iterable[ScoredParent], held_out: Callable[[int], bool], training: bool = True,
-                   quiet: bool = False) -> tuple[SiblingSet, SiblingSet, dict[str, int]]:
+                   quiet: bool = False, workers: int = 1) -> tuple[SiblingSet, SiblingSet, dict[str, int]]:
     """(training, validation) sibling sets; ``held_out(key)`` sends a parent to validation.
 
     A position is used once (first occurrence); with ``training`` False only the
     validation set is encoded; ``quiet`` encodes the children after their captures
-    (:class:`SiblingBuilder`).
+    (:class:`SiblingBuilder`), on ``workers`` processes.
     """
     train, validation = SiblingBuilder(quiet), SiblingBuilder(quiet)
     seen: set[int] = set()
@@ -233,7 +256,10 @@ def split_siblings(parents: Iterable[ScoredParent], held_out: Callable[[int], bo
         builder = validation if held_out(key) else train if training else None
         if builder is not None and not builder.add(parent, key):
             counts["fewer than two legal scored moves"] += 1
-    return train.build(), validation.build(), counts
+    if workers <= 1:
+        return train.build(), validation.build(), counts
+    with process_pool(workers) as pool:
+        return train.build(pool), validation.build(pool), counts
 
 
 def expected_scores(scores: np.ndarray) -> np.ndarray:
