@@ -54,6 +54,7 @@ def quantize(network: Path, out: Path, calibration: list[chess.Board], keep_head
             batch = next(self.pending, None)
             return None if batch is None else {"planes": batch}
 
+    out.parent.mkdir(parents=True, exist_ok=True)
     prepared = out.with_suffix(".pre.onnx")
     quant_pre_process(str(network), str(prepared), skip_symbolic_shape=True)
     try:
