@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, ROOT
 
 pytest.importorskip("onnx", reason="quantisation needs the training extra (onnx)")
 
@@ -24,6 +24,19 @@ def test_quantized_network_loads_in_the_engine_and_stays_close(tiny_network, tmp
     int8_tops, int8_values = outputs(quantized, boards[100:])
     assert np.abs(values - int8_values).mean() < 0.05
     assert np.mean([a == b for a, b in zip(tops, int8_tops)]) > 0.5
+
+
+def test_shipped_int8_network_is_the_shipped_network_quantised():
+    from evaluators.resnet import ResNetEvaluator
+    from tools.quantize import outputs, pgn_positions
+    fp32, int8 = ROOT / "weights" / "resnet.onnx", ROOT / "weights" / "resnet-int8.onnx"
+    ours = {key: value for key, value in ResNetEvaluator(int8).metadata.items() if not key.startswith("onnx.")}
+    assert ours == ResNetEvaluator(fp32).metadata  # same network and encoding; onnxruntime adds its own keys
+    boards = pgn_positions(FIXTURES / "games.pgn", 200)
+    tops, values = outputs(fp32, boards)
+    int8_tops, int8_values = outputs(int8, boards)
+    assert np.mean([a == b for a, b in zip(tops, int8_tops)]) > 0.9  # 96.1% on 10,000 positions (docs/bench.md)
+    assert np.abs(values - int8_values).mean() < 0.06
 
 
 def test_openvino_comparison_matches_onnxruntime_in_f32(tiny_network, monkeypatch):
