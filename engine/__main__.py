@@ -26,7 +26,8 @@ SEARCH_HELP = ("Search: alphabeta (for material/pst/resnet), puct (Monte-Carlo t
               show_default=True, help=EVAL_HELP)
 @click.option("--search", type=click.Choice(SEARCH_NAMES), default=None, help=SEARCH_HELP)
 @click.option("--weights", type=click.Path(dir_okay=False), default=None,
-              help="ONNX weights for resnet/comparator/dqn (default: the file shipped in weights/).")
+              help="ONNX weights for resnet/comparator/dqn: a path, or the name of a file shipped in weights/ "
+                   "(e.g. resnet-int8.onnx); default: the evaluator's shipped file.")
 @click.pass_context
 def cli(ctx: click.Context, evaluator: str, search: Optional[str], weights: Optional[str]) -> None:
     """A hackable neural chess engine speaking UCI on standard input and output.

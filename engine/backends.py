@@ -28,6 +28,16 @@ class BackendError(Exception):
     """The requested evaluator/search pair cannot be built."""
 
 
+def weights_path(evaluator: str, weights: Optional[str]) -> Path:
+    """The network file of ``weights``: a path, or the bare name of a file shipped in weights/
+    (``resnet-int8.onnx``, found wherever the engine is installed or started); None: the evaluator's default."""
+    if not weights:
+        return DEFAULT_WEIGHTS[evaluator]
+    path = Path(weights)
+    shipped = WEIGHTS_DIR / path.name
+    return shipped if not path.exists() and path.parent == Path(".") and shipped.exists() else path
+
+
 def build_evaluator(name: str, weights: Optional[str] = None, threads: int = 1, lazy: bool = False) -> AnyEvaluator:
     """Instantiate an evaluator by name, composed with its wrappers; BackendError (or LoadError) if impossible.
 
@@ -46,16 +56,16 @@ def build_evaluator(name: str, weights: Optional[str] = None, threads: int = 1, 
         from evaluators.blend import BlendedEvaluator
         from evaluators.cache import CachedEvaluator
         from evaluators.resnet import ResNetEvaluator
-        network = ResNetEvaluator(Path(weights) if weights else DEFAULT_WEIGHTS["resnet"], threads, lazy)
+        network = ResNetEvaluator(weights_path("resnet", weights), threads, lazy)
         return CachedEvaluator(BlendedEvaluator(network))
     if name == "comparator":
         from evaluators.cache import CachedComparator
         from evaluators.comparator import ComparatorEvaluator
-        return CachedComparator(ComparatorEvaluator(Path(weights) if weights else DEFAULT_WEIGHTS["comparator"]))
+        return CachedComparator(ComparatorEvaluator(weights_path("comparator", weights)))
     if name == "dqn":
         from evaluators.cache import CachedEvaluator
         from evaluators.dqn import DQNEvaluator
-        return CachedEvaluator(DQNEvaluator(Path(weights) if weights else DEFAULT_WEIGHTS["dqn"], threads))
+        return CachedEvaluator(DQNEvaluator(weights_path("dqn", weights), threads))
     raise BackendError(f"unknown evaluator {name!r} (choose from {', '.join(EVALUATOR_NAMES)})")
 
 

@@ -34,7 +34,8 @@ ENGINE_OPTIONS = (
     Option("SyzygyPath", "string", "", help="directories of Syzygy tables, separated by the OS path separator"),
     Option("OwnBook", "check", False, help="play from the Polyglot book in BookFile while it has a move"),
     Option("BookFile", "string", "", help="Polyglot opening book (.bin)"),
-    Option("Weights", "string", "", rebuild=True, help="ONNX weights for resnet/comparator (empty: the shipped file)"),
+    Option("Weights", "string", "", rebuild=True,
+           help="ONNX weights: a path, or a shipped file's name (resnet-int8.onnx); empty: the shipped default"),
     Option("Clear Hash", "button", help="empty the search's table and the evaluator's cache"),
 )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 
 import chess
 import chess.engine
@@ -74,3 +75,12 @@ def test_default_engine_loads_shipped_network_without_fallback():
         assert "PolicyTemperature" in engine.options  # only the ResNet evaluator has it; a fallback would not
         result = engine.play(chess.Board(), chess.engine.Limit(nodes=50))
         assert result.move in chess.Board().legal_moves
+
+
+def test_a_shipped_network_is_found_by_its_name_wherever_the_engine_starts(tmp_path, monkeypatch):
+    from engine.backends import WEIGHTS_DIR, build_evaluator, weights_path
+    monkeypatch.chdir(tmp_path)  # as a GUI starts the engine: anywhere but the repository
+    assert weights_path("resnet", "resnet-int8.onnx") == WEIGHTS_DIR / "resnet-int8.onnx"
+    assert weights_path("resnet", "missing.onnx") == Path("missing.onnx")  # reported by the name given
+    evaluator = build_evaluator("resnet", "resnet-int8.onnx")
+    assert set(evaluator.evaluate(chess.Board()).priors) == set(chess.Board().legal_moves)
