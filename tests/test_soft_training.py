@@ -150,3 +150,17 @@ def test_gpu_recipe_at_toy_scale_then_the_engine_plays_with_its_network(tmp_path
             board.push(move)
     finally:
         engine.quit()
+
+
+def test_gpu_recipe_trains_on_carried_data_alone_without_an_engine(tiny_network, tmp_path):
+    from tools.gpu_recipe import main
+    write_synthetic(tmp_path / "shards", 40)
+    write_synthetic(tmp_path / "test", 10, start=200)
+    prepared = tiny_network[0].parent.parent / "data"  # a one-hot `prepare` dataset, trained on beside the labels
+    arguments = ["--out", str(tmp_path / "out"), "--engine", str(tmp_path / "no-such-engine"),
+                 "--data", str(tmp_path / "shards"), "--data", str(prepared), "--test", str(tmp_path / "test"),
+                 "--blocks", "1", "--filters", "8", "--epochs", "1", "--batch-size", "8", "--device", "cpu"]
+    result = CliRunner().invoke(main, arguments)
+    assert result.exit_code == 0 and "recipe: done" in result.output, result.output
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["test"]["positions"] == 10 and len(report["data"]) == 2

@@ -123,12 +123,9 @@ def step(sources: tuple[Path, ...], out: Path, engine: str, minutes: float, deli
                     shutil.copy(out / name, deliver / name)
         click.echo(f"recipe: {message}")
 
-    engine_path = unpack_engine(Path(engine), out) if Path(engine).exists() else shutil.which(engine) \
-        or shutil.which(engine, path="/usr/games")
-    if not engine_path:
-        raise click.ClickException(f"engine not found: {engine}")
     labels = out / "labels"
     sources = tuple(sources)
+    engine_path = find_engine(engine, out) if sources or selfplay_games else None  # training alone needs none
     if selfplay_games:
         pgn = out / f"selfplay-s{seed}-g{selfplay_games}-n{selfplay_nodes}.pgn"
         if not status.get("selfplay"):
@@ -167,6 +164,15 @@ def step(sources: tuple[Path, ...], out: Path, engine: str, minutes: float, deli
     finish(out, run_dir, test_dir, init)
     status["done"] = True
     finish_step(f"done: {', '.join(str(out / name) for name in DELIVERABLES)}")
+
+
+def find_engine(engine: str, out: Path) -> str:
+    """The labelling engine: a carried file (unpacked if ``.xz``) or a command on the PATH or in /usr/games."""
+    found = unpack_engine(Path(engine), out) if Path(engine).exists() else shutil.which(engine) \
+        or shutil.which(engine, path="/usr/games")
+    if not found:
+        raise click.ClickException(f"engine not found: {engine}")
+    return str(found)
 
 
 def import_once(source: Path, out: Path, status: dict) -> Path:
