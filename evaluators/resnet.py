@@ -61,7 +61,7 @@ def _softmax_rows(logits: np.ndarray) -> np.ndarray:
 class ResNetEvaluator(Evaluator):
     name = "resnet"
     has_policy = True
-    OPTIONS = (Option("PolicyTemperature", "spin", 80, 10, 500, scale=100, attribute="softmax_temperature",
+    OPTIONS = (Option("PolicyTemperature", "spin", 100, 10, 500, scale=100, attribute="softmax_temperature",
                       help="softmax temperature of the policy head x100 (below 100 sharpens the priors)"),)
 
     def __init__(self, path: Path, threads: int = 1, lazy: bool = False) -> None:
