@@ -37,6 +37,34 @@ def test_last_move_before_control_may_use_most_of_the_clock():
     assert 5.0 < hard < 9.9
 
 
+def _clock_after_each_move(clock_s: float, inc_s: float, moves: int, late_s: float = 0.01) -> list[float]:
+    """Our clock after each of ``moves`` moves when every search spends its whole soft budget and answers
+    ``late_s`` after it (the GUI's and Python's share, within the default Move Overhead of 50 ms)."""
+    clocks = []
+    for move in range(moves):
+        clock_ms = round(clock_s * 1000)
+        soft, _ = allocate(GoParams(wtime=clock_ms, btime=clock_ms, winc=round(inc_s * 1000),
+                                    binc=round(inc_s * 1000)), True, 50, ply=2 * move)
+        clock_s = clock_s - soft - late_s + inc_s
+        clocks.append(clock_s)
+    return clocks
+
+
+@pytest.mark.parametrize("clock_s,inc_s,moves", [(10, 0.1, 300), (1, 0.01, 300), (60, 0.6, 300),
+                                                  (180, 0, 120), (5, 0, 80)])
+def test_a_long_game_never_runs_the_clock_out(clock_s, inc_s, moves):
+    """With an increment, however long the game; in sudden death, where each move's fixed cost eats into the
+    clock, for games far longer than most."""
+    assert min(_clock_after_each_move(clock_s, inc_s, moves)) > 0.05
+
+
+def test_the_clock_is_spent_in_the_first_forty_moves():
+    """Less than a fifth of 10+0.1 is left at move 40: the schedule spends the clock where games are decided."""
+    clocks = _clock_after_each_move(10, 0.1, 40)
+    assert clocks[-1] < 2.0
+    assert clocks[9] > 6.0  # and not all of it in the opening
+
+
 def test_elo_of_even_score_is_zero():
     stats = MatchStats(5, 10, 5)
     assert stats.score == 0.5
