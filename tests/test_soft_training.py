@@ -51,7 +51,7 @@ def test_training_on_a_mix_stops_and_resumes(tiny_network, tmp_path):
     prepared = tiny_network[0].parent.parent / "data"  # the shared fixture's old one-hot dataset
     config = TrainConfig(data=[str(tmp_path / "shards"), str(prepared), str(multipv)], out=str(tmp_path / "run"),
                          blocks=1, filters=8, epochs=1, batch_size=64, device="cpu", validation=0.2,
-                         exclude=[str(tmp_path / "test")], max_minutes=1e-6)
+                         exclude=[str(tmp_path / "test")], max_minutes=1e-6, swa_every=1, swa_max_n=0)
     arrays, meta = load_data(config)
     assert not set(arrays["key"].tolist()) & shards.dir_keys(tmp_path / "test")
     assert len(arrays["key"]) == 100 + 1 + len(np.load(prepared / "move.npy"))
@@ -63,12 +63,59 @@ def test_training_on_a_mix_stops_and_resumes(tiny_network, tmp_path):
     config.max_minutes, config.resume = 0.0, True
     state = load_file(train(config, progress=False))
     assert state["epoch"] == 1 and state["batch"] == 0 and len(state["history"]) == 1
+    steps = state["history"][0]["train_samples"] // 64
+    assert state["swa"]["count"] == steps > 1  # the mean went on from the stop: a snapshot every step
+    averaged, _ = load_network(tmp_path / "run" / "swa.pt", expect={"blocks": 1, "filters": 8})
+    assert not torch.equal(averaged.stem[0].weight, load_network(checkpoint)[0].stem[0].weight)
     history = json.loads((tmp_path / "run" / "history.json").read_text())
     assert 0 <= history[-1]["val_top1"] <= history[-1]["val_top3"] <= 1 and history[-1]["val_policy_kl"] >= 0
+    assert 0 <= history[-1]["swa_val_top1"] <= history[-1]["swa_val_top3"] <= 1
     assert (tmp_path / "run" / "curves.png").stat().st_size > 0
     with pytest.raises(WeightsError, match=r"holds a 1x8 network .* not the requested 2x8"):
         train(TrainConfig(data=[str(tmp_path / "shards")], out=str(tmp_path / "other"), blocks=2, filters=8,
                           epochs=1, device="cpu", init=str(checkpoint)), progress=False)
+
+
+def test_weight_average_is_a_running_mean_that_forgets_after_max_n():
+    from training.swa import WeightAverage
+    layer = torch.nn.BatchNorm1d(1)
+    plain, forgetting = WeightAverage(0), WeightAverage(1)
+    for value in (1.0, 2.0, 3.0):
+        layer.weight.data.fill_(value)
+        layer.num_batches_tracked.fill_(int(value))
+        plain.add(layer)
+        forgetting.add(layer)
+    assert plain.model_state(layer)["weight"].item() == pytest.approx(2.0)
+    assert forgetting.model_state(layer)["weight"].item() == pytest.approx(2.25)  # 1, then (1+2)/2, then (1.5+3)/2
+    resumed = WeightAverage.from_dict(plain.to_dict())
+    assert resumed.count == 3 and resumed.model_state(layer)["num_batches_tracked"].item() == 3
+    with pytest.raises(ValueError, match="no weights averaged"):
+        WeightAverage(3).model_state(layer)
+
+
+def test_average_of_networks_is_their_mean_and_refuses_other_shapes(tiny_network, tmp_path):
+    from training.__main__ import cli
+    _, weights, _, _ = tiny_network
+    shifted = torch.load(weights, weights_only=True)
+    shifted["model"] = {name: value + 1 if value.is_floating_point() else value
+                        for name, value in shifted["model"].items()}
+    torch.save(shifted, tmp_path / "shifted.pt")
+    result = CliRunner().invoke(cli, ["average", str(weights), str(tmp_path / "shifted.pt"), "--share", "0.75",
+                                      "--share", "0.25", "--out", str(tmp_path / "soup.pt")])
+    assert result.exit_code == 0, result.output
+    soup, original = load_file(tmp_path / "soup.pt"), load_file(weights)
+    name = "stem.0.weight"
+    assert torch.allclose(soup["model"][name], original["model"][name] + 0.25)
+    assert [entry["share"] for entry in soup["meta"]["averaged"]] == [0.75, 0.25]
+    load_network(tmp_path / "soup.pt")  # a weights file like any other
+    result = CliRunner().invoke(cli, ["average", str(weights), "--out", str(tmp_path / "one.pt")])
+    assert result.exit_code != 0 and "at least two networks" in result.output
+    other = TrainConfig(data=[str(weights.parent / "data")], out=str(tmp_path / "other"), blocks=1,
+                        filters=4, epochs=1, device="cpu", max_samples=64)
+    narrower = train(other, progress=False)
+    result = CliRunner().invoke(cli, ["average", str(weights), str(narrower), "--out", str(tmp_path / "bad.pt")])
+    assert result.exit_code != 0 and "only networks of one shape" in result.output
+    assert not (tmp_path / "bad.pt").exists()
 
 
 def test_weights_file_export_and_evaluation(tiny_network, tmp_path):

@@ -70,6 +70,11 @@ def prepare(files: tuple[Path, ...], out: Path, encoding: str, skip_plies: int, 
               help="Shard directory (e.g. the test set) whose positions are dropped from the data (repeatable).")
 @click.option("--max-minutes", default=0.0, show_default=True,
               help="Stop at a batch boundary after this long with a resumable checkpoint (0: no limit).")
+@click.option("--swa-every", default=0, show_default=True,
+              help="Every this many steps fold the weights into a running mean (stochastic weight averaging, as "
+                   "Lc0's swa_steps), validated each epoch and written as OUT/swa.pt (0: off).")
+@click.option("--swa-max-n", default=10, show_default=True,
+              help="The newest snapshot weighs 1/(min(n, this)+1) in the mean (Lc0's swa_max_n); 0: a plain mean.")
 def train(data: tuple[str, ...], out: str, exclude: tuple[str, ...], **kwargs) -> None:
     """Train the policy-value ResNet on label-shard directories, old `prepare` datasets and MultiPV
     .jsonl(.gz) files, in any mix."""
@@ -98,6 +103,23 @@ def weights_command(checkpoint: Path, out: Path) -> None:
     from training.weights import load_file, save_weights, weights_of
     with clear_errors():
         click.echo(f"wrote {save_weights(weights_of(load_file(checkpoint)), out)}")
+
+
+@cli.command("average")
+@click.argument("networks", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--share", "shares", multiple=True, type=float,
+              help="Each network's share of the mean, in order (repeat once per network; default: equal shares).")
+@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The weights file.")
+def average_command(networks: tuple[Path, ...], shares: tuple[float, ...], out: Path) -> None:
+    """Average networks of one shape tensor by tensor into a weights file (a "model soup": networks fine-tuned
+    from a common ancestor, e.g. a run's swa.pt and weights/resnet.pt)."""
+    from training.swa import average_files
+    from training.weights import save_weights
+    try:
+        with clear_errors():
+            click.echo(f"wrote {save_weights(average_files(networks, shares), out)}")
+    except ValueError as error:  # the shares or the number of networks
+        raise click.UsageError(str(error)) from None
 
 
 @cli.command("evaluate")

@@ -9,6 +9,8 @@ Batches are unpacked from the bit-packed planes on the training device, so a
 GPU is fed without a CPU data-loader bottleneck; on CPU the same code runs with
 two threads. ``max_minutes`` stops at a batch boundary with a resumable
 checkpoint, mid-epoch if need be, so a run can proceed in short steps.
+``swa_every`` keeps a running mean of the weights (training.swa), validated
+beside the network each epoch and written as the weights file ``swa.pt``.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from training.evaluate import batch_sums, finish
 from training.grow import grow
 from training.losses import gather_policy, soft_policy_loss, value_target, wdl_loss
 from training.model import PolicyValueNet
-from training.weights import WeightsError, load_network
+from training.swa import WeightAverage
+from training.weights import WeightsError, load_network, save_weights, weights_of
 
 
 @dataclass
@@ -57,6 +60,8 @@ class TrainConfig:
     grow: bool = False  # the init network may be smaller: embedded in this run's shape (training.grow)
     exclude: list[str] = field(default_factory=list)  # shard directories whose positions never train
     max_minutes: float = 0.0  # stop cleanly (resumable) after this long; 0: no limit
+    swa_every: int = 0  # > 0: fold the weights into a running mean every this many steps (Lc0's swa_steps)
+    swa_max_n: int = 10  # the newest snapshot weighs 1 / (min(n, swa_max_n) + 1); 0: a plain mean
 
 
 def pick_device(name: str) -> torch.device:
@@ -193,6 +198,7 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
 
     history: list[dict] = []
     start_epoch, start_batch, running = 0, 0, []
+    average = WeightAverage(config.swa_max_n) if config.swa_every > 0 else None
     checkpoint_path = out / "checkpoint.pt"
     if config.resume and checkpoint_path.exists():
         resumed, state = load_network(checkpoint_path, expect=model.shape, device=device)
@@ -202,6 +208,8 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
         optimizer.load_state_dict(state["optimizer"])
         start_epoch, start_batch = state["epoch"], state.get("batch", 0)
         history, running = state["history"], state.get("running", [])
+        if average is not None and "swa" in state:
+            average = WeightAverage.from_dict(state["swa"])
     elif config.init and config.grow:
         start, _ = load_network(Path(config.init), expect={"planes": model.shape["planes"],
                                                            "value_hidden": model.shape["value_hidden"]})
@@ -218,7 +226,8 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
         temporary = checkpoint_path.with_name("checkpoint.pt.tmp")
         torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                     "batch": batch, "running": running, "history": history, "config": asdict(config),
-                    "shape": model.shape, "meta": meta}, temporary)
+                    "shape": model.shape, "meta": meta,
+                    **({"swa": average.to_dict()} if average is not None else {})}, temporary)
         temporary.replace(checkpoint_path)
 
     for epoch in range(start_epoch, config.epochs):
@@ -250,6 +259,8 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
             optimizer.step()
+            if average is not None and (epoch * steps_per_epoch + b + 1) % config.swa_every == 0:
+                average.add(model)
             if b % 50 == 0:  # .item() synchronises a GPU: sample the losses
                 running.append((policy_loss.item(), value_loss.item()))
         start_batch = 0
@@ -259,6 +270,13 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
                        train_value_loss=float(np.mean([r[1] for r in running])),
                        seconds=time.time() - epoch_started, train_samples=train_set.size, val_samples=val_set.size)
         running = []
+        if average is not None and average.count:
+            averaged = PolicyValueNet(**model.shape).to(device)
+            averaged.load_state_dict(average.model_state(model))
+            metrics.update({f"swa_val_{name}": value for name, value in evaluate(
+                averaged, val_set, encoding.binary_planes, config.batch_size, config.result_weight).items()})
+            save_weights(weights_of({"model": averaged.state_dict(), "shape": model.shape, "meta": meta,
+                                     "config": asdict(config), "history": history + [metrics]}), out / "swa.pt")
         history.append(metrics)
         print(json.dumps(metrics))
         save(epoch + 1, 0)
