@@ -7,8 +7,9 @@
 #             and import the shared 25,000-node MultiPV labels.
 #   later:    `prepare` the self-play games once, then A (6x64 from the shipped network) and B (10x128 grown from
 #             it) trained at once on all four (tools/gpu_recipe.py each, resumable), until both say done.
-# Back in $OUT: A.pt, B.pt (weights; `python -m training export` makes the ONNX), reports.tar (report.json with
-# the test-set figures of the network and of the shipped one, logs, curves) and sfgen.pgn.xz.* (the games).
+# Back in $OUT: A.pt, B.pt (weights; `python -m training export` makes the ONNX), A-swa.pt (A's running mean of
+# the weights, training/swa.py), reports.tar (report.json with the test-set figures of the network, its mean and
+# the shipped one, logs, curves) and sfgen.pgn.xz.* (the games).
 # Carry (.carry/): stockfish.xz, site/chess, sf15-selfplay-eval.pgn.xz, carlsen-classical.pgn.xz,
 # sf15-multipv6-25k.jsonl.xz (the commands are in docs/gpu-recipe.md).
 # Toy scale on a CPU, with small files of the same names in CARRY:
@@ -17,9 +18,9 @@ set -u
 CARRY=${CARRY:-.carry}; export PYTHONPATH=$CARRY/site
 OUT=${OUT:-/tmp/out}; WORK=${WORK:-runs}; mkdir -p "$OUT" "$WORK"; MIN=${MIN:-8.0}
 if [ "${SCALE:-full}" = toy ]; then
-  DEV=cpu; BS=64; A="1 8 1"; B="2 8 1"; GAMES=4; NODES=200; INIT=()
+  DEV=cpu; BS=64; A="1 8 1"; B="2 8 1"; GAMES=4; NODES=200; INIT=(); SWA=2
 else
-  DEV=cuda; BS=1024; A="6 64 6"; B="10 128 5"; GAMES=100000; NODES=4000; INIT=(--init weights/resnet.pt)
+  DEV=cuda; BS=1024; A="6 64 6"; B="10 128 5"; GAMES=100000; NODES=4000; INIT=(--init weights/resnet.pt); SWA=50
 fi
 WORKERS=$(( $(nproc) > 3 ? $(nproc) - 2 : 1 ))
 python3 -c "from pathlib import Path; from tools.gpu_recipe import unpack_engine
@@ -53,7 +54,7 @@ run() {  # name "blocks filters epochs" lr [--grow]
   read -r blocks filters epochs <<< "$2"
   python3 -m tools.gpu_recipe --out "$WORK/union$1" --data $WORK/sf --data $WORK/sfgen --data $WORK/carlsen \
     --data $WORK/shared --test "${TEST:-testset}" --blocks "$blocks" --filters "$filters" --epochs "$epochs" \
-    --lr "$3" --batch-size "$BS" --temperature 10 --device "$DEV" --minutes "$MIN" \
+    --lr "$3" --batch-size "$BS" --temperature 10 --swa-every "$SWA" --device "$DEV" --minutes "$MIN" \
     "${INIT[@]}" "${@:4}" > "$WORK/union$1.log" 2>&1
   echo "== $1 exit $?"; tr '\r' '\n' < "$WORK/union$1.log" | grep -v '^\s*$' | grep -v 'batch/s\]$\|s/batch\]$' | tail -3
 }
@@ -63,6 +64,7 @@ run B "$B" 1e-3 "${GROW[@]}" > $WORK/B.out & PB=$!
 wait $PA $PB
 cat $WORK/A.out $WORK/B.out
 for x in A B; do [ -f "$WORK/union$x/resnet.pt" ] && cp "$WORK/union$x/resnet.pt" "$OUT/$x.pt"; done
+[ -f "$WORK/unionA/swa.pt" ] && cp "$WORK/unionA/swa.pt" "$OUT/A-swa.pt"  # B's mean: figures in its report only
 tar -cf "$OUT/reports.tar" $WORK/union?.log $WORK/union?/report.json $WORK/union?/curves.png 2>/dev/null
 xz -T4 -6 -c $WORK/sfgen-all.pgn | split -b 9000000 - "$OUT/sfgen.pgn.xz."; ls -la "$OUT"
 if grep -q "recipe: done" $WORK/unionA.log && grep -q "recipe: done" $WORK/unionB.log; then echo "union: done"

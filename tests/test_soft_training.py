@@ -206,8 +206,10 @@ def test_gpu_recipe_trains_on_carried_data_alone_without_an_engine(tiny_network,
     prepared = tiny_network[0].parent.parent / "data"  # a one-hot `prepare` dataset, trained on beside the labels
     arguments = ["--out", str(tmp_path / "out"), "--engine", str(tmp_path / "no-such-engine"),
                  "--data", str(tmp_path / "shards"), "--data", str(prepared), "--test", str(tmp_path / "test"),
-                 "--blocks", "1", "--filters", "8", "--epochs", "1", "--batch-size", "8", "--device", "cpu"]
+                 "--blocks", "1", "--filters", "8", "--epochs", "1", "--batch-size", "8", "--device", "cpu",
+                 "--swa-every", "2"]
     result = CliRunner().invoke(main, arguments)
     assert result.exit_code == 0 and "recipe: done" in result.output, result.output
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["test"]["positions"] == 10 and len(report["data"]) == 2
+    assert report["test_swa"]["positions"] == 10 and (tmp_path / "out" / "swa.pt").exists()

@@ -26,7 +26,7 @@ import click
 
 from training.__main__ import clear_errors
 
-DELIVERABLES = ("resnet.onnx", "resnet.pt", "report.json", "curves.png")
+DELIVERABLES = ("resnet.onnx", "resnet.pt", "swa.pt", "report.json", "curves.png")
 
 
 def unpack_engine(engine: Path, out: Path) -> Path:
@@ -90,6 +90,9 @@ def run_bounded(command: list[str], seconds: float) -> bool:
 @click.option("--temperature", default=0.0, show_default=True,
               help="If > 0: train on soft policies recomputed from the engine's scores at this temperature (cp); "
                    "sharper than the labels' 60 cp keeps more top-1.")
+@click.option("--swa-every", default=0, show_default=True,
+              help="Keep a running mean of the weights every this many steps (train --swa-every, a plain mean): "
+                   "delivered as swa.pt and evaluated on the test set beside the network (0: off).")
 @click.option("--device", default="auto", show_default=True)
 def main(**options) -> None:
     """Label on all cores and train on the GPU in resumable steps of at most --minutes (see docs/gpu-recipe.md)."""
@@ -101,7 +104,7 @@ def step(sources: tuple[Path, ...], out: Path, engine: str, minutes: float, deli
          selfplay_games: int, selfplay_nodes: int, selfplay_random_plies: int, nodes: int, multipv: int,
          per_game: int, min_ply: int, workers: int, seed: int, extra_data: tuple[Path, ...],
          test_dir: Optional[Path], init: str, grow: bool, blocks: int, filters: int, epochs: int, batch_size: int,
-         lr: float, result_weight: float, temperature: float, device: str) -> None:
+         lr: float, result_weight: float, temperature: float, swa_every: int, device: str) -> None:
     """The next piece of work, within ``minutes``."""
     from training.label import LabelConfig, label
     from training.train import TrainConfig, train
@@ -155,7 +158,7 @@ def step(sources: tuple[Path, ...], out: Path, engine: str, minutes: float, deli
     if not status.get("trained"):
         checkpoint = train(TrainConfig(data=data, out=str(run_dir), blocks=blocks, filters=filters, epochs=epochs,
                                        batch_size=batch_size, lr=lr, result_weight=result_weight,
-                                       temperature=temperature, device=device,
+                                       temperature=temperature, device=device, swa_every=swa_every, swa_max_n=0,
                                        resume=True, init=init, grow=grow, exclude=[str(test_dir)] if test_dir else [],
                                        max_minutes=max(0.01, left() / 60)))
         if load_file(checkpoint)["epoch"] < epochs:
@@ -191,7 +194,8 @@ def import_once(source: Path, out: Path, status: dict) -> Path:
 
 
 def finish(out: Path, run_dir: Path, test_dir: Optional[Path], init: str) -> None:
-    """Export ONNX and weights, evaluate on the test set (and the starting network), write the report."""
+    """Export ONNX and weights, evaluate on the test set (and the starting network, and the weights' running
+    mean where the run kept one), write the report."""
     from training.evaluate import evaluate_network
     from training.export import export_resnet
     from training.weights import load_file, save_weights, weights_of
@@ -208,6 +212,10 @@ def finish(out: Path, run_dir: Path, test_dir: Optional[Path], init: str) -> Non
         report["test"] = evaluate_network(out / "resnet.onnx", test_dir)
         if init:
             report["test_init"] = evaluate_network(Path(init), test_dir)
+    if (run_dir / "swa.pt").exists():
+        shutil.copy(run_dir / "swa.pt", out / "swa.pt")
+        if test_dir:
+            report["test_swa"] = evaluate_network(out / "swa.pt", test_dir)
     (out / "report.json").write_text(json.dumps(report, indent=1))
 
 
