@@ -28,9 +28,9 @@ class GoParams:
     searchmoves: Optional[list[str]] = None
 
 
-#: Moves assumed to remain when the GUI gives no movestogo, (at the first move, at least): one fewer every two
-#: moves. With an increment the schedule is short: the increment pays for the moves of a long game, and PUCT,
-#: which stops early on moves it has decided, ended its 10+0.1 games with a median 3 s of its 10 unused under
+#: Moves assumed to remain when the GUI gives no movestogo, as (at the first move, the fewest): one fewer every
+#: two moves. With an increment the schedule is short: the increment pays for the moves of a long game, and PUCT,
+#: which stops early on moves it has decided, ended its 10+0.1 games with a median 3-3.7 s of its 10 unused under
 #: the sudden-death schedule. Without one every move's fixed cost comes out of the clock, which must last.
 INCREMENT_MOVES_TO_GO = (25, 15)
 SUDDEN_DEATH_MOVES_TO_GO = (40, 20)
