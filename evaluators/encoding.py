@@ -60,6 +60,12 @@ class Encoding:
     def planes(self) -> int:
         return self.binary_planes + 1
 
+    @property
+    def castling_planes(self) -> slice:
+        """Where the four castling-rights planes are: after the piece planes (and repetition planes)."""
+        first = 12 if self.history == 1 else 13 * self.history
+        return slice(first, first + 4)
+
     def binary(self, board: chess.Board) -> np.ndarray:
         """The bool planes (binary_planes, 8, 8) of ``board``."""
         us = board.turn

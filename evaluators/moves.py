@@ -58,6 +58,21 @@ def _build_tables() -> tuple[dict[tuple[int, int, Optional[int]], int], list[Opt
 _FORWARD, _BACKWARD = _build_tables()
 
 
+def _mirror_files_table() -> np.ndarray:
+    """Each slot's move reflected left-right (a-file <-> h-file); slots that encode no move stay put."""
+    table = np.arange(POLICY_SIZE, dtype=np.int64)
+    for (from_sq, to_sq, promotion), index in _FORWARD.items():
+        table[index] = _FORWARD[(from_sq ^ 7, to_sq ^ 7, promotion)]
+    return table
+
+
+MIRROR_FILES = _mirror_files_table()
+"""``MIRROR_FILES[i]``: the policy slot of slot ``i``'s move on the board mirrored a-file <-> h-file.
+
+Chess without castling rights is symmetric under that mirror, so training can show a position and
+its mirror image with the same targets (``train --mirror``)."""
+
+
 def move_to_index(move: chess.Move, turn: chess.Color) -> int:
     """Policy index of ``move`` played by ``turn``. A queen promotion shares its push's slot."""
     from_sq, to_sq = move.from_square, move.to_square

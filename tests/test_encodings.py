@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from evaluators.encoding import ENCODINGS, get_encoding
-from evaluators.moves import POLICY_SIZE, index_to_move, legal_move_indices, move_to_index
+from evaluators.moves import MIRROR_FILES, POLICY_SIZE, index_to_move, legal_move_indices, move_to_index
 
 
 def random_positions(count: int, seed: int = 7):
@@ -34,6 +34,19 @@ def test_move_index_is_a_bijection_on_legal_moves():
             assert index_to_move(int(index), board) == move
         checked += len(moves)
     assert checked > 50000
+
+
+def test_mirror_table_maps_each_move_to_its_mirror_image():
+    assert sorted(MIRROR_FILES.tolist()) == list(range(POLICY_SIZE))  # a permutation
+    checked = 0
+    for board in random_positions(1500):
+        mirrored = board.transform(chess.flip_horizontal)
+        for move in board.legal_moves:
+            image = chess.Move(move.from_square ^ 7, move.to_square ^ 7, move.promotion)
+            assert mirrored.is_legal(image) or board.has_castling_rights(board.turn)
+            assert MIRROR_FILES[move_to_index(move, board.turn)] == move_to_index(image, board.turn)
+            checked += 1
+    assert checked > 20000
 
 
 def test_promotions_and_underpromotions_have_distinct_slots():

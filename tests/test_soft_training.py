@@ -21,7 +21,7 @@ from training import shards  # noqa: E402
 from training.evaluate import evaluate_network  # noqa: E402
 from training.export import export_resnet  # noqa: E402
 from training.losses import gather_policy, soft_policy_loss  # noqa: E402
-from training.train import TrainConfig, load_data, train  # noqa: E402
+from training.train import TrainConfig, load_data, mirror_half, train  # noqa: E402
 from training.weights import WeightsError, load_file, load_network  # noqa: E402
 
 
@@ -42,6 +42,28 @@ def test_sparse_soft_policy_loss_matches_the_dense_one():
     assert soft_policy_loss(logits[1:2], one_hot, 0.1).item() == pytest.approx(smoothed.item(), rel=1e-5)
 
 
+def test_mirroring_flips_half_the_positions_without_castling_rights_with_their_targets():
+    from evaluators.encoding import get_encoding
+    from evaluators.moves import MIRROR_FILES, move_to_index
+    encoding = get_encoding("planes18")
+    boards = [chess.Board("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1"), chess.Board("6k1/5ppp/8/8/2N5/8/5PPP/6K1 b - - 3 40"),
+              chess.Board("8/8/3k4/8/8/2PK4/8/8 w - - 0 60")] * 20
+    moves = [chess.Move.from_uci(uci) for uci in ("e1g1", "g8f8", "c3c4")] * 20
+    x = torch.from_numpy(np.stack([encoding.encode(board) for board in boards]))
+    index = torch.tensor([move_to_index(move, board.turn) for board, move in zip(boards, moves)])
+    policy = gather_policy(torch.arange(61), index, torch.ones(60), torch.arange(60))
+    torch.manual_seed(3)
+    mirrored_x, mirrored = mirror_half(x, policy, encoding.castling_planes, torch.from_numpy(MIRROR_FILES))
+    flipped = [not torch.equal(mirrored_x[i], x[i]) for i in range(60)]
+    assert not any(flipped[0::3]) and 5 < sum(flipped) < 35  # castling rights: never mirrored
+    for i in np.flatnonzero(flipped):
+        board, move = boards[i].transform(chess.flip_horizontal), moves[i]
+        image = chess.Move(move.from_square ^ 7, move.to_square ^ 7)
+        assert torch.equal(mirrored_x[i], torch.from_numpy(encoding.encode(board)))
+        assert mirrored.index[i] == move_to_index(image, board.turn) != index[i]
+    assert torch.equal(mirrored.prob, policy.prob) and torch.equal(mirrored.row, policy.row)
+
+
 def test_training_on_a_mix_stops_and_resumes(tiny_network, tmp_path):
     write_synthetic(tmp_path / "shards", 120)
     write_synthetic(tmp_path / "test", 20, start=100)  # overlaps the last 20 training positions
@@ -51,7 +73,7 @@ def test_training_on_a_mix_stops_and_resumes(tiny_network, tmp_path):
     prepared = tiny_network[0].parent.parent / "data"  # the shared fixture's old one-hot dataset
     config = TrainConfig(data=[str(tmp_path / "shards"), str(prepared), str(multipv)], out=str(tmp_path / "run"),
                          blocks=1, filters=8, epochs=1, batch_size=64, device="cpu", validation=0.2,
-                         exclude=[str(tmp_path / "test")], max_minutes=1e-6, swa_every=1, swa_max_n=0)
+                         exclude=[str(tmp_path / "test")], max_minutes=1e-6, swa_every=1, swa_max_n=0, mirror=True)
     arrays, meta = load_data(config)
     assert not set(arrays["key"].tolist()) & shards.dir_keys(tmp_path / "test")
     assert len(arrays["key"]) == 100 + 1 + len(np.load(prepared / "move.npy"))

@@ -75,6 +75,9 @@ def prepare(files: tuple[Path, ...], out: Path, encoding: str, skip_plies: int, 
                    "Lc0's swa_steps), validated each epoch and written as OUT/swa.pt (0: off).")
 @click.option("--swa-max-n", default=10, show_default=True,
               help="The newest snapshot weighs 1/(min(n, this)+1) in the mean (Lc0's swa_max_n); 0: a plain mean.")
+@click.option("--mirror", is_flag=True,
+              help="Show a random half of the positions without castling rights mirrored a-file <-> h-file, with "
+                   "mirrored policy targets (the rules are symmetric there): more distinct positions per epoch.")
 def train(data: tuple[str, ...], out: str, exclude: tuple[str, ...], **kwargs) -> None:
     """Train the policy-value ResNet on label-shard directories, old `prepare` datasets and MultiPV
     .jsonl(.gz) files, in any mix."""

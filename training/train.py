@@ -11,6 +11,8 @@ two threads. ``max_minutes`` stops at a batch boundary with a resumable
 checkpoint, mid-epoch if need be, so a run can proceed in short steps.
 ``swa_every`` keeps a running mean of the weights (training.swa), validated
 beside the network each epoch and written as the weights file ``swa.pt``.
+``mirror`` shows half the positions without castling rights mirrored a-file <->
+h-file (the rules are symmetric there), targets mirrored with them.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ import numpy as np
 import torch
 
 from evaluators.encoding import get_encoding
+from evaluators.moves import MIRROR_FILES
 from training import shards
 from training.evaluate import batch_sums, finish
 from training.grow import grow
-from training.losses import gather_policy, soft_policy_loss, value_target, wdl_loss
+from training.losses import SparsePolicy, gather_policy, soft_policy_loss, value_target, wdl_loss
 from training.model import PolicyValueNet
 from training.swa import WeightAverage
 from training.weights import WeightsError, load_network, save_weights, weights_of
@@ -62,6 +65,7 @@ class TrainConfig:
     max_minutes: float = 0.0  # stop cleanly (resumable) after this long; 0: no limit
     swa_every: int = 0  # > 0: fold the weights into a running mean every this many steps (Lc0's swa_steps)
     swa_max_n: int = 10  # the newest snapshot weighs 1 / (min(n, swa_max_n) + 1); 0: a plain mean
+    mirror: bool = False  # train on half the positions without castling rights mirrored a-file <-> h-file
 
 
 def pick_device(name: str) -> torch.device:
@@ -77,6 +81,16 @@ def unpack_planes(packed: torch.Tensor, rule50: torch.Tensor, binary_planes: int
     planes = bits.reshape(packed.shape[0], binary_planes, 8, 8).float()
     fifty = (rule50.float().clamp(max=100) / 100).view(-1, 1, 1, 1).expand(-1, 1, 8, 8)
     return torch.cat([planes, fifty], dim=1)
+
+
+def mirror_half(x: torch.Tensor, policy: SparsePolicy, castling: slice, table: torch.Tensor
+                ) -> tuple[torch.Tensor, SparsePolicy]:
+    """Mirror a-file <-> h-file a random half of the positions without castling rights, with their policy
+    targets (``table``: evaluators.moves.MIRROR_FILES); the value targets stay, as the rules are symmetric."""
+    flip = (torch.rand(x.shape[0], device=x.device) < 0.5) & (x[:, castling].flatten(1).amax(1) == 0)
+    x = torch.where(flip.view(-1, 1, 1, 1), x.flip(-1), x)
+    index = torch.where(flip[policy.row], table[policy.index], policy.index)
+    return x, SparsePolicy(policy.row, index, policy.prob)
 
 
 def load_source(path: Path, encoding: Optional[str], temperature: float) -> tuple[dict[str, np.ndarray], dict, str]:
@@ -152,11 +166,17 @@ class Data:
         self.best = put(shards.best_moves(part))
         self.wdl, self.result = put(part["wdl"]), put(part["result"])
         self.size = len(part["key"])
+        self.mirror_table = put(MIRROR_FILES)
 
-    def batch(self, rows: torch.Tensor, binary_planes: int, result_weight: float):
+    def batch(self, rows: torch.Tensor, binary_planes: int, result_weight: float, mirror: Optional[slice] = None):
+        """Inputs, policy, value target and weight of ``rows``; ``mirror``: the castling planes, to mirror
+        half the positions without castling rights (:func:`mirror_half`)."""
         x = unpack_planes(self.planes[rows], self.rule50[rows], binary_planes)
         value, weight = value_target(self.wdl[rows], self.result[rows], result_weight)
-        return x, gather_policy(self.offsets, self.index, self.prob, rows), value, weight
+        policy = gather_policy(self.offsets, self.index, self.prob, rows)
+        if mirror is not None:
+            x, policy = mirror_half(x, policy, mirror, self.mirror_table)
+        return x, policy, value, weight
 
 
 def train(config: TrainConfig, progress: bool = True) -> Path:
@@ -247,7 +267,8 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
                       f"{steps_per_epoch}: run again with --resume to continue")
                 return checkpoint_path
             rows = order[b * config.batch_size:(b + 1) * config.batch_size]
-            x, policy_target, value, weight = train_set.batch(rows, encoding.binary_planes, config.result_weight)
+            x, policy_target, value, weight = train_set.batch(rows, encoding.binary_planes, config.result_weight,
+                                                              encoding.castling_planes if config.mirror else None)
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(epoch * steps_per_epoch + b)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
