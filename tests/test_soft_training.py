@@ -46,8 +46,9 @@ def test_mirroring_flips_half_the_positions_without_castling_rights_with_their_t
     from evaluators.encoding import get_encoding
     from evaluators.moves import MIRROR_FILES, move_to_index
     encoding = get_encoding("planes18")
-    boards = [chess.Board("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1"), chess.Board("6k1/5ppp/8/8/2N5/8/5PPP/6K1 b - - 3 40"),
-              chess.Board("8/8/3k4/8/8/2PK4/8/8 w - - 0 60")] * 20
+    fens = ("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "6k1/5ppp/8/8/2N5/8/5PPP/6K1 b - - 3 40",
+            "8/8/3k4/8/8/2PK4/8/8 w - - 0 60")
+    boards = [chess.Board(fen) for fen in fens] * 20
     moves = [chess.Move.from_uci(uci) for uci in ("e1g1", "g8f8", "c3c4")] * 20
     x = torch.from_numpy(np.stack([encoding.encode(board) for board in boards]))
     index = torch.tensor([move_to_index(move, board.turn) for board, move in zip(boards, moves)])
@@ -96,6 +97,23 @@ def test_training_on_a_mix_stops_and_resumes(tiny_network, tmp_path):
     with pytest.raises(WeightsError, match=r"holds a 1x8 network .* not the requested 2x8"):
         train(TrainConfig(data=[str(tmp_path / "shards")], out=str(tmp_path / "other"), blocks=2, filters=8,
                           epochs=1, device="cpu", init=str(checkpoint)), progress=False)
+
+
+def test_validate_reproduces_the_runs_validation_figures(tiny_network, tmp_path):
+    from training.__main__ import cli
+    checkpoint, weights, _, _ = tiny_network
+    data = checkpoint.parent.parent / "data"
+    args = ["validate", str(checkpoint), str(weights), "--data", str(data), "--max-samples", "640",
+            "--validation", "0.2", "--device", "cpu", "--out", str(tmp_path / "figures.json")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    figures = json.loads((tmp_path / "figures.json").read_text())
+    run = load_file(checkpoint)["history"][-1]
+    assert [f["positions"] for f in figures] == [run["val_samples"]] * 2
+    for f in figures:  # the checkpoint and its weights file: the figures train recorded for that split
+        assert f["top1"] == pytest.approx(run["val_top1"]) and f["policy_loss"] == pytest.approx(run["val_policy_loss"])
+    result = CliRunner().invoke(cli, args[:5] + ["--validation", "0", "--device", "cpu"])
+    assert result.exit_code == 2 and "no validation positions" in result.output
 
 
 def test_weight_average_is_a_running_mean_that_forgets_after_max_n():
@@ -229,7 +247,7 @@ def test_gpu_recipe_trains_on_carried_data_alone_without_an_engine(tiny_network,
     arguments = ["--out", str(tmp_path / "out"), "--engine", str(tmp_path / "no-such-engine"),
                  "--data", str(tmp_path / "shards"), "--data", str(prepared), "--test", str(tmp_path / "test"),
                  "--blocks", "1", "--filters", "8", "--epochs", "1", "--batch-size", "8", "--device", "cpu",
-                 "--swa-every", "2"]
+                 "--swa-every", "2", "--mirror"]
     result = CliRunner().invoke(main, arguments)
     assert result.exit_code == 0 and "recipe: done" in result.output, result.output
     report = json.loads((tmp_path / "out" / "report.json").read_text())

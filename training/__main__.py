@@ -139,6 +139,33 @@ def evaluate_command(network: Path, test: Path, out: Optional[Path]) -> None:
     _print_figures(figures, out)
 
 
+@cli.command("validate")
+@click.argument("networks", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--data", "data", multiple=True, required=True, type=click.Path(exists=True),
+              help="A training source, as given to `train` (repeatable, in the same order).")
+@click.option("--exclude", multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="As `train --exclude` (repeatable).")
+@click.option("--temperature", default=0.0, show_default=True, help="As `train --temperature`.")
+@click.option("--result-weight", default=0.0, show_default=True, help="As `train --result-weight`.")
+@click.option("--validation", default=0.05, show_default=True, help="As `train --validation`.")
+@click.option("--max-samples", default=0, show_default=True, help="As `train --max-samples`.")
+@click.option("--seed", default=1, show_default=True, help="As `train --seed` (with --max-samples).")
+@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the figures here.")
+def validate_command(networks: tuple[Path, ...], data: tuple[str, ...], exclude: tuple[str, ...],
+                     out: Optional[Path], **kwargs) -> None:
+    """Figures (JSON) of networks (.pt) on the validation split that `train` holds out of the same data: choose
+    between runs or averages without looking at the test set."""
+    from training.train import TrainConfig, validation_figures
+    config = TrainConfig(data=list(data), out="", exclude=list(exclude), **kwargs)
+    try:
+        with clear_errors():
+            figures = validation_figures(list(networks), config)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    _print_figures(figures, out)
+
+
 @cli.command("evaluate-engine")
 @click.option("--test", "test", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Labelled shard directory, e.g. testset/.")
@@ -638,7 +665,7 @@ def clear_errors() -> Iterator[None]:
         raise click.ClickException(str(error)) from None
 
 
-def _print_figures(figures: dict, out: Optional[Path]) -> None:
+def _print_figures(figures: dict | list[dict], out: Optional[Path]) -> None:
     """Print a command's figures as JSON, and write the same text to ``out`` if given."""
     text = json.dumps(figures, indent=1)
     if out:

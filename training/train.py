@@ -306,6 +306,23 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
     return checkpoint_path
 
 
+def validation_figures(networks: list[Path], config: TrainConfig) -> list[dict]:
+    """Each network's figures on the validation split that a run on ``config``'s data would hold out
+    (the same games, the same targets): networks compared without the test set, e.g. to pick an average."""
+    arrays, meta = load_data(config)
+    encoding = get_encoding(meta["encoding"])
+    device = pick_device(config.device)
+    val_set = Data(arrays, validation_mask(arrays["game"], arrays["key"], config.validation), device)
+    if val_set.size == 0:
+        raise ValueError(f"no validation positions in {', '.join(config.data)} at --validation {config.validation}")
+    figures = []
+    for path in networks:
+        model = load_network(path, expect={"planes": encoding.planes}, device=device)[0]
+        figures.append({"network": str(path), "positions": val_set.size,
+                        **evaluate(model, val_set, encoding.binary_planes, 1024, config.result_weight)})
+    return figures
+
+
 @torch.no_grad()
 def evaluate(model: PolicyValueNet, data: Data, binary_planes: int, batch_size: int, result_weight: float) -> dict:
     """Validation figures (training.evaluate.METRICS); the net's policy over all 4672 slots."""
