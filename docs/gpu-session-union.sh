@@ -54,7 +54,7 @@ run() {  # name "blocks filters epochs" lr [--grow]
   read -r blocks filters epochs <<< "$2"
   python3 -m tools.gpu_recipe --out "$WORK/union$1" --data $WORK/sf --data $WORK/sfgen --data $WORK/carlsen \
     --data $WORK/shared --test "${TEST:-testset}" --blocks "$blocks" --filters "$filters" --epochs "$epochs" \
-    --lr "$3" --batch-size "$BS" --temperature 10 --swa-every "$SWA" --device "$DEV" --minutes "$MIN" \
+    --lr "$3" --batch-size "$BS" --temperature 10 --swa-every "$SWA" --mirror --device "$DEV" --minutes "$MIN" \
     "${INIT[@]}" "${@:4}" > "$WORK/union$1.log" 2>&1
   echo "== $1 exit $?"; tr '\r' '\n' < "$WORK/union$1.log" | grep -v '^\s*$' | grep -v 'batch/s\]$\|s/batch\]$' | tail -3
 }
