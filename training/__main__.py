@@ -40,6 +40,26 @@ def prepare(files: tuple[Path, ...], out: Path, encoding: str, skip_plies: int, 
     click.echo(f"{out}: {len(samples)} samples ({stats.summary()})")
 
 
+def _split_options(command):
+    """Options shared by `train` and `validate`: they decide which positions are held out, and their targets."""
+    for option in reversed([
+        click.option("--result-weight", default=0.0, show_default=True,
+                     help="Share of the game result in the value target; the rest is the engine's W/D/L "
+                          "(positions with only one of the two use that one)."),
+        click.option("--temperature", default=0.0, show_default=True,
+                     help="If > 0: recompute engine-labelled soft policies from their scores at this temperature "
+                          "(cp)."),
+        click.option("--validation", default=0.05, show_default=True,
+                     help="Fraction held out: whole games where the game is known, else by position key."),
+        click.option("--max-samples", default=0, show_default=True, help="Use at most this many samples (0: all)."),
+        click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda."),
+        click.option("--exclude", multiple=True, type=click.Path(exists=True, file_okay=False),
+                     help="Shard directory (e.g. the test set) whose positions are dropped from the data "
+                          "(repeatable).")]):
+        command = option(command)
+    return command
+
+
 @cli.command()
 @click.argument("data", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Run directory.")
@@ -50,15 +70,7 @@ def prepare(files: tuple[Path, ...], out: Path, encoding: str, skip_plies: int, 
 @click.option("--lr", default=2e-3, show_default=True)
 @click.option("--schedule", type=click.Choice(["cosine", "step"]), default="cosine", show_default=True)
 @click.option("--label-smoothing", default=0.0, show_default=True)
-@click.option("--result-weight", default=0.0, show_default=True,
-              help="Share of the game result in the value target; the rest is the engine's W/D/L "
-                   "(positions with only one of the two use that one).")
-@click.option("--temperature", default=0.0, show_default=True,
-              help="If > 0: recompute engine-labelled soft policies from their scores at this temperature (cp).")
-@click.option("--validation", default=0.05, show_default=True,
-              help="Fraction held out: whole games where the game is known, else by position key.")
-@click.option("--max-samples", default=0, show_default=True, help="Use at most this many samples (0: all).")
-@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda.")
+@_split_options
 @click.option("--resume", is_flag=True, help="Continue from the run directory's checkpoint (mid-epoch too).")
 @click.option("--init", default="", help="Start from this checkpoint's or weights file's network (fine-tuning), "
                                          "e.g. weights/resnet.pt.")
@@ -66,8 +78,6 @@ def prepare(files: tuple[Path, ...], out: Path, encoding: str, skip_plies: int, 
               help="With --init: the network may be smaller than --blocks x --filters; it is embedded in the larger "
                    "network so that training starts from the same function (new blocks as identities, new channels "
                    "at zero).")
-@click.option("--exclude", multiple=True, type=click.Path(exists=True, file_okay=False),
-              help="Shard directory (e.g. the test set) whose positions are dropped from the data (repeatable).")
 @click.option("--max-minutes", default=0.0, show_default=True,
               help="Stop at a batch boundary after this long with a resumable checkpoint (0: no limit).")
 @click.option("--swa-every", default=0, show_default=True,
@@ -143,14 +153,7 @@ def evaluate_command(network: Path, test: Path, out: Optional[Path]) -> None:
 @click.argument("networks", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--data", "data", multiple=True, required=True, type=click.Path(exists=True),
               help="A training source, as given to `train` (repeatable, in the same order).")
-@click.option("--exclude", multiple=True, type=click.Path(exists=True, file_okay=False),
-              help="As `train --exclude` (repeatable).")
-@click.option("--temperature", default=0.0, show_default=True, help="As `train --temperature`.")
-@click.option("--result-weight", default=0.0, show_default=True, help="As `train --result-weight`.")
-@click.option("--validation", default=0.05, show_default=True, help="As `train --validation`.")
-@click.option("--max-samples", default=0, show_default=True, help="As `train --max-samples`.")
-@click.option("--seed", default=1, show_default=True, help="As `train --seed` (with --max-samples).")
-@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda.")
+@_split_options
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write the figures here.")
 def validate_command(networks: tuple[Path, ...], data: tuple[str, ...], exclude: tuple[str, ...],
                      out: Optional[Path], **kwargs) -> None:
