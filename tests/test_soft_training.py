@@ -112,6 +112,10 @@ def test_validate_reproduces_the_runs_validation_figures(tiny_network, tmp_path)
     assert [f["positions"] for f in figures] == [run["val_samples"]] * 2
     for f in figures:  # the checkpoint and its weights file: the figures train recorded for that split
         assert f["top1"] == pytest.approx(run["val_top1"]) and f["policy_loss"] == pytest.approx(run["val_policy_loss"])
+    result = CliRunner().invoke(cli, args + ["--seed", "2"])  # another --max-samples subset than the run's
+    assert result.exit_code == 0, result.output
+    other = json.loads((tmp_path / "figures.json").read_text())[0]
+    assert other["policy_loss"] != pytest.approx(run["val_policy_loss"])
     result = CliRunner().invoke(cli, args[:5] + ["--validation", "0", "--device", "cpu"])
     assert result.exit_code == 2 and "no validation positions" in result.output
 

@@ -53,6 +53,10 @@ def _split_options(command):
                      help="Fraction held out: whole games where the game is known, else by position key."),
         click.option("--max-samples", default=0, show_default=True, help="Use at most this many samples (0: all)."),
         click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda."),
+        click.option("--seed", default=1, show_default=True,
+                     help="Seed of the --max-samples subset, the data order, the mirroring and a new network's "
+                          "initial weights (the validation split does not depend on it): runs to average differ "
+                          "by it."),
         click.option("--exclude", multiple=True, type=click.Path(exists=True, file_okay=False),
                      help="Shard directory (e.g. the test set) whose positions are dropped from the data "
                           "(repeatable).")]):
