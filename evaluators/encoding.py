@@ -86,6 +86,28 @@ class Encoding:
         bbs += [0xFFFFFFFFFFFFFFFF if us == chess.BLACK else 0, 0, 0xFFFFFFFFFFFFFFFF]
         return _unpack(bbs)
 
+    def mover_board(self, binary: np.ndarray) -> chess.Board:
+        """The position of bool planes (binary_planes, 8, 8) as the network sees it: the side to move as
+        White, playing up the board (move counters unknown).
+
+        Its legal moves have the policy slots of the encoded position's legal moves, so training data
+        without FENs can still be restricted to legal moves. ``lc0-112`` keeps no en-passant plane: an
+        en-passant capture is missing from such a board.
+        """
+        squares = np.packbits(binary.reshape(binary.shape[0], 64), axis=1, bitorder="little").view("<u8")[:, 0]
+        board = chess.Board.empty()
+        for offset, color in ((0, chess.WHITE), (6, chess.BLACK)):
+            for piece_type, bb in zip(PIECE_ORDER, squares[offset:offset + 6]):
+                for square in chess.scan_forward(int(bb)):
+                    board.set_piece_at(square, chess.Piece(piece_type, color))
+        rights = [bool(squares[plane]) for plane in range(self.castling_planes.start, self.castling_planes.stop)]
+        for right, rook in zip(rights, (chess.H1, chess.A1, chess.H8, chess.A8)):
+            if right:
+                board.castling_rights |= chess.BB_SQUARES[rook]
+        if self.history == 1 and squares[16]:
+            board.ep_square = chess.lsb(int(squares[16]))
+        return board
+
     def encode(self, board: chess.Board) -> np.ndarray:
         """Float32 planes (planes, 8, 8), ready for the network."""
         return assemble(self.binary(board)[None], np.array([board.halfmove_clock], dtype=np.uint8))[0]

@@ -104,3 +104,17 @@ def test_lc0_history_and_repetition_planes():
 def test_unknown_encoding_is_refused():
     with pytest.raises(KeyError, match="unknown board encoding"):
         get_encoding("planes42")
+
+
+@pytest.mark.parametrize("name", sorted(ENCODINGS))
+def test_mover_board_has_the_slots_of_the_encoded_positions_legal_moves(name):
+    encoding = get_encoding(name)
+    checked = 0
+    for board in random_positions(600, seed=11):
+        if name == "lc0-112" and board.ep_square is not None and board.has_legal_en_passant():
+            continue  # lc0-112 has no en-passant plane (documented)
+        decoded = encoding.mover_board(encoding.binary(board))
+        assert decoded.turn == chess.WHITE
+        assert sorted(legal_move_indices(decoded)[1]) == sorted(legal_move_indices(board)[1]), board.fen()
+        checked += 1
+    assert checked > 500

@@ -139,6 +139,36 @@ def average_command(networks: tuple[Path, ...], shares: tuple[float, ...], out: 
         raise click.UsageError(str(error)) from None
 
 
+@cli.command("distil")
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--teacher", "teachers", multiple=True, required=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A network (.pt) whose policy goes into the targets; repeat for an ensemble (probabilities "
+                   "averaged).")
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Shard directory.")
+@click.option("--share", default=0.5, show_default=True, type=click.FloatRange(0, 1, min_open=True),
+              help="The teachers' share of each new policy target.")
+@click.option("--top-k", default=8, show_default=True, type=click.IntRange(min=1), help="Teacher moves kept per position (renormalised).")
+@click.option("--mirror/--no-mirror", default=True, show_default=True,
+              help="Also ask each teacher about the board mirrored a-file <-> h-file where there are no castling "
+                   "rights, half each.")
+@click.option("--temperature", default=0.0, show_default=True,
+              help="Soft-policy temperature of MultiPV sources in centipawns, as `train --temperature` (0: as "
+                   "stored).")
+@click.option("--threads", default=2, show_default=True, help="PyTorch threads for the teachers.")
+def distil_command(sources: tuple[Path, ...], teachers: tuple[Path, ...], out: Path, share: float, top_k: int,
+                   mirror: bool, temperature: float, threads: int) -> None:
+    """Mix the policy of stronger networks into the targets of training data (knowledge distillation) and
+    write the result as a shard directory for `train`; values, games and results are kept. Resumes an
+    interrupted run into the same directory."""
+    from training.distil import DistilConfig, distil
+    with clear_errors():
+        path = distil(DistilConfig(sources=[str(s) for s in sources], teachers=[str(t) for t in teachers],
+                                   out=str(out), share=share, top_k=top_k, mirror=mirror, temperature=temperature,
+                                   threads=threads))
+    click.echo(f"wrote {path}")
+
+
 @cli.command("evaluate")
 @click.argument("network", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--test", "test", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),

@@ -9,12 +9,14 @@ the mean absolute error of the expected score (W - L).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
+
 import chess
 import numpy as np
 import torch
 from torch.nn import functional as F
 
-from evaluators.encoding import get_encoding
+from evaluators.encoding import Encoding, get_encoding
 from evaluators.moves import POLICY_SIZE, legal_move_indices, move_to_index
 from training import shards
 from training.losses import SparsePolicy, gather_policy
@@ -67,11 +69,16 @@ class Network:
         return self.run(inputs)
 
 
-def legal_mask(fens: np.ndarray) -> torch.Tensor:
-    """(N, 4672) True at the slots of each position's legal moves."""
-    mask = np.zeros((len(fens), POLICY_SIZE), dtype=bool)
-    for i, fen in enumerate(fens):
-        mask[i, legal_move_indices(chess.Board(fen.decode()))[1]] = True
+def legal_mask(planes: np.ndarray, encoding: Encoding, fens: Optional[np.ndarray] = None) -> torch.Tensor:
+    """(N, 4672) True at the slots of each position's legal moves: from its FEN where there is one, else
+    from its packed planes (data converted from old `prepare` sets or distilled keeps no FEN)."""
+    binary = np.unpackbits(planes, axis=1, bitorder="little")[:, : encoding.binary_planes * 64]
+    binary = binary.reshape(-1, encoding.binary_planes, 8, 8)
+    mask = np.zeros((len(planes), POLICY_SIZE), dtype=bool)
+    for row in range(len(planes)):
+        fen = fens[row].decode() if fens is not None else ""
+        board = chess.Board(fen) if fen else encoding.mover_board(binary[row])
+        mask[row, legal_move_indices(board)[1]] = True
     return torch.from_numpy(mask)
 
 
@@ -89,7 +96,8 @@ def evaluate_network(path: Path, test: Path, batch_size: int = 256) -> dict:
     for start in range(0, n, batch_size):
         part = slice(start, min(n, start + batch_size))
         policy, wdl = network(to_inputs(arrays["planes"][part], arrays["rule50"][part], network.encoding))
-        policy = policy.float().masked_fill(~legal_mask(arrays["fen"][part]), float("-inf"))
+        policy = policy.float().masked_fill(~legal_mask(arrays["planes"][part], network.encoding,
+                                                              arrays["fen"][part]), float("-inf"))
         engine_wdl = torch.from_numpy(arrays["wdl"][part])
         known = (~torch.isnan(engine_wdl).any(1)).float()  # value figures against the engine's W/D/L only
         rows = torch.arange(part.start, part.stop)
