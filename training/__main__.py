@@ -155,17 +155,22 @@ def average_command(networks: tuple[Path, ...], shares: tuple[float, ...], out: 
 @click.option("--temperature", default=0.0, show_default=True,
               help="Soft-policy temperature of MultiPV sources in centipawns, as `train --temperature` (0: as "
                    "stored).")
-@click.option("--threads", default=2, show_default=True, help="PyTorch threads for the teachers.")
+@click.option("--threads", default=2, show_default=True, help="PyTorch CPU threads.")
+@click.option("--device", default="cpu", show_default=True, type=click.Choice(["cpu", "cuda", "auto"]),
+              help="Where the teachers run.")
 def distil_command(sources: tuple[Path, ...], teachers: tuple[Path, ...], out: Path, share: float, top_k: int,
-                   mirror: bool, temperature: float, threads: int) -> None:
+                   mirror: bool, temperature: float, threads: int, device: str) -> None:
     """Mix the policy of stronger networks into the targets of training data (knowledge distillation) and
     write the result as a shard directory for `train`; values, games and results are kept. Resumes an
     interrupted run into the same directory."""
+    import torch
     from training.distil import DistilConfig, distil
+    if device == "cuda" and not torch.cuda.is_available():
+        raise click.UsageError("--device cuda: PyTorch sees no CUDA device here")
     with clear_errors():
         path = distil(DistilConfig(sources=[str(s) for s in sources], teachers=[str(t) for t in teachers],
                                    out=str(out), share=share, top_k=top_k, mirror=mirror, temperature=temperature,
-                                   threads=threads))
+                                   threads=threads, device=device))
     click.echo(f"wrote {path}")
 
 

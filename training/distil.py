@@ -29,7 +29,7 @@ from evaluators.encoding import Encoding, get_encoding
 from evaluators.moves import MIRROR_FILES, POLICY_SIZE
 from training import shards
 from training.evaluate import legal_mask
-from training.train import load_source, unpack_planes
+from training.train import load_source, pick_device, unpack_planes
 from training.weights import WeightsError, load_network
 
 #: Positions per output shard (one teacher pass per shard; an interrupted run resumes at a shard boundary).
@@ -46,32 +46,35 @@ class DistilConfig:
     mirror: bool = True  # also ask each teacher about the a-file <-> h-file mirror where the rules allow
     temperature: float = 0.0  # soft-policy temperature of MultiPV sources, as `train --temperature`
     batch_size: int = 1024
-    threads: int = 2
+    threads: int = 2  # PyTorch CPU threads
+    device: str = "cpu"  # where the teachers run: cpu, cuda, auto
 
 
 class Ensemble:
     """Teachers' policy probabilities over legal moves, averaged over networks (and mirror views)."""
 
-    def __init__(self, paths: list[str], encoding: Encoding, mirror: bool) -> None:
+    def __init__(self, paths: list[str], encoding: Encoding, mirror: bool, device: torch.device) -> None:
         self.networks = []
         for path in paths:
-            model, state = load_network(Path(path))
+            model, state = load_network(Path(path), device=device)
             if state["meta"]["encoding"] != encoding.name:
                 raise WeightsError(f"{path}: a network for {state['meta']['encoding']!r} positions, the data is "
                                    f"{encoding.name!r}")
             self.networks.append(model.eval())
         self.encoding = encoding
         self.mirror = mirror
-        self.table = torch.from_numpy(MIRROR_FILES)
+        self.table = torch.from_numpy(MIRROR_FILES).to(device)
+        self.device = device
 
     @torch.inference_mode()
     def __call__(self, x: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-        """(N, 4672) mean probabilities; a position without castling rights is seen as itself and mirrored,
-        half each."""
-        symmetric = torch.zeros(len(x), dtype=torch.bool)
+        """(N, 4672) mean probabilities on the CPU; a position without castling rights is seen as itself and
+        mirrored, half each."""
+        x, legal = x.to(self.device), legal.to(self.device)
+        symmetric = torch.zeros(len(x), dtype=torch.bool, device=self.device)
         if self.mirror:
             symmetric = x[:, self.encoding.castling_planes].flatten(1).amax(1) == 0
-        total = torch.zeros(len(x), POLICY_SIZE)
+        total = torch.zeros(len(x), POLICY_SIZE, device=self.device)
         for network in self.networks:
             probs = F.softmax(network(x)[0].float().masked_fill(~legal, -torch.inf), dim=1)
             if symmetric.any():
@@ -79,7 +82,7 @@ class Ensemble:
                 mirrored = F.softmax(mirrored.masked_fill(~legal[symmetric], -torch.inf), dim=1)
                 probs[symmetric] = 0.5 * (probs[symmetric] + mirrored)
             total += probs
-        return total / len(self.networks)
+        return (total / len(self.networks)).cpu()
 
 
 def mix_targets(arrays: dict[str, np.ndarray], teacher: torch.Tensor, share: float, top_k: int
@@ -126,7 +129,7 @@ def distil(config: DistilConfig, progress: bool = True) -> Path:
         described.append(description)
     arrays = shards.concatenate(parts)
     encoding = get_encoding(encoding_name)
-    teachers = Ensemble(config.teachers, encoding, config.mirror)
+    teachers = Ensemble(config.teachers, encoding, config.mirror, pick_device(config.device))
     # everything that makes the targets, so that a run never continues a directory made otherwise
     labeller = {"targets": f"distilled: share {config.share:g} of the top {config.top_k} moves of "
                            f"{' + '.join(config.teachers)}{' with mirror views' if config.mirror else ''} "
