@@ -104,8 +104,9 @@ class Encoding:
         for right, rook in zip(rights, (chess.H1, chess.A1, chess.H8, chess.A8)):
             if right:
                 board.castling_rights |= chess.BB_SQUARES[rook]
-        if self.history == 1 and squares[16]:
-            board.ep_square = chess.lsb(int(squares[16]))
+        en_passant = self.castling_planes.stop  # planes18's last binary plane; lc0-112 has none
+        if self.history == 1 and squares[en_passant]:
+            board.ep_square = chess.lsb(int(squares[en_passant]))
         return board
 
     def encode(self, board: chess.Board) -> np.ndarray:
