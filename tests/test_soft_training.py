@@ -120,6 +120,22 @@ def test_validate_reproduces_the_runs_validation_figures(tiny_network, tmp_path)
     assert result.exit_code == 2 and "no validation positions" in result.output
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device, so --device cuda is valid here")
+def test_a_device_this_machine_lacks_is_refused_before_any_work(tiny_network, tmp_path):
+    from training.__main__ import cli
+    checkpoint, weights, _, _ = tiny_network
+    data = checkpoint.parent.parent / "data"
+    for command in (["train", str(data), "--out", str(tmp_path / "run")],
+                    ["distil", str(data), "--teacher", str(weights), "--out", str(tmp_path / "distilled")],
+                    ["reinforce", "--checkpoint", str(weights), "--out", str(tmp_path / "selfplay")]):
+        result = CliRunner().invoke(cli, command + ["--device", "cuda"])
+        assert result.exit_code == 1, result.output
+        assert "--device cuda: PyTorch sees no CUDA device here" in result.output and "Traceback" not in result.output
+    result = CliRunner().invoke(cli, ["train", str(data), "--out", str(tmp_path / "run"), "--device", "gpu"])
+    assert result.exit_code == 1 and "--device gpu: not a device name" in result.output, result.output
+    assert list(tmp_path.iterdir()) == []  # nothing half-made
+
+
 def test_weight_average_is_a_running_mean_that_forgets_after_max_n():
     from training.swa import WeightAverage
     layer = torch.nn.BatchNorm1d(1)

@@ -163,10 +163,7 @@ def distil_command(sources: tuple[Path, ...], teachers: tuple[Path, ...], out: P
     """Mix the policy of stronger networks into the targets of training data (knowledge distillation) and
     write the result as a shard directory for `train`; values, games and results are kept. Resumes an
     interrupted run into the same directory."""
-    import torch
     from training.distil import DistilConfig, distil
-    if device == "cuda" and not torch.cuda.is_available():
-        raise click.UsageError("--device cuda: PyTorch sees no CUDA device here")
     with clear_errors():
         path = distil(DistilConfig(sources=[str(s) for s in sources], teachers=[str(t) for t in teachers],
                                    out=str(out), share=share, top_k=top_k, mirror=mirror, temperature=temperature,
@@ -389,8 +386,9 @@ def deepchess(pgn: tuple[str, ...], out: str, labels: tuple[str, ...], eval_sets
     report.json into the run directory.
     """
     from training.deepchess import DeepChessConfig, run_pipeline
-    report = run_pipeline(DeepChessConfig(pgn=list(pgn), out=out, labels=list(labels), eval_sets=list(eval_sets),
-                                          teachers=list(teachers), **kwargs))
+    with clear_errors():
+        report = run_pipeline(DeepChessConfig(pgn=list(pgn), out=out, labels=list(labels), eval_sets=list(eval_sets),
+                                              teachers=list(teachers), **kwargs))
     click.echo(json.dumps(report["evaluation"], indent=1))
 
 
@@ -602,7 +600,8 @@ def ppo_command(checkpoint: Path, out: Path, openings: Optional[str], **kwargs) 
     from training.rl.ppo import PPOConfig, train_ppo
     command = " ".join(shlex.quote(a) for a in sys.argv)
     config = PPOConfig(str(checkpoint), str(out), openings=openings or "", **kwargs)
-    click.echo(f"wrote {train_ppo(config, command=command)}")
+    with clear_errors():
+        click.echo(f"wrote {train_ppo(config, command=command)}")
 
 
 @cli.command("reinforce")
@@ -638,7 +637,8 @@ def reinforce(checkpoint: Path, out: Path, **kwargs) -> None:
     """AlphaZero-style reinforcement learning: PUCT self-play with root noise, training on the root visit counts
     and results, and a gate that keeps a candidate only if it beats the best network so far."""
     from training.rl.alphazero import AlphaZeroConfig, train_alphazero
-    click.echo(f"best network: {train_alphazero(AlphaZeroConfig(str(checkpoint), str(out), **kwargs))}")
+    with clear_errors():
+        click.echo(f"best network: {train_alphazero(AlphaZeroConfig(str(checkpoint), str(out), **kwargs))}")
 
 
 @cli.command("rl-eval")
@@ -700,10 +700,11 @@ def clear_errors() -> Iterator[None]:
     from evaluators.base import LoadError
     from training.label import LabelError
     from training.pgn import DataError
+    from training.train import DeviceError
     from training.weights import WeightsError
     try:
         yield
-    except (DataError, LabelError, LoadError, WeightsError) as error:
+    except (DataError, DeviceError, LabelError, LoadError, WeightsError) as error:
         raise click.ClickException(str(error)) from None
 
 

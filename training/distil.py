@@ -121,6 +121,7 @@ def distil(config: DistilConfig, progress: bool = True) -> Path:
     from tqdm import tqdm
     if not 0 < config.share <= 1:
         raise ValueError(f"--share must be in (0, 1], not {config.share}")
+    device = pick_device(config.device)
     torch.set_num_threads(max(1, config.threads))
     parts, described, encoding_name = [], [], None
     for name in config.sources:
@@ -129,7 +130,7 @@ def distil(config: DistilConfig, progress: bool = True) -> Path:
         described.append(description)
     arrays = shards.concatenate(parts)
     encoding = get_encoding(encoding_name)
-    teachers = Ensemble(config.teachers, encoding, config.mirror, pick_device(config.device))
+    teachers = Ensemble(config.teachers, encoding, config.mirror, device)
     # everything that makes the targets, so that a run never continues a directory made otherwise
     labeller = {"targets": f"distilled: share {config.share:g} of the top {config.top_k} moves of "
                            f"{' + '.join(config.teachers)}{' with mirror views' if config.mirror else ''} "

@@ -68,10 +68,24 @@ class TrainConfig:
     mirror: bool = False  # train on half the positions without castling rights mirrored a-file <-> h-file
 
 
+class DeviceError(ValueError):
+    """A ``--device`` this machine cannot train on; the commands print it instead of a traceback."""
+
+
 def pick_device(name: str) -> torch.device:
+    """``auto``: CUDA where PyTorch sees a device, else the CPU. A named device is checked here, at the start of a
+    command, because PyTorch would otherwise fail only at the first tensor moved there, minutes or hours in."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise DeviceError(f"--device {name}: not a device name (auto, cpu, cuda or cuda:N)") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise DeviceError(f"--device {name}: PyTorch sees no CUDA device here")
+    if device.type not in ("cpu", "cuda"):
+        raise DeviceError(f"--device {name}: only cpu and cuda are supported")
+    return device
 
 
 def unpack_planes(packed: torch.Tensor, rule50: torch.Tensor, binary_planes: int) -> torch.Tensor:
@@ -309,9 +323,9 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
 def validation_figures(networks: list[Path], config: TrainConfig) -> list[dict]:
     """Each network's figures on the validation split that a run on ``config``'s data would hold out
     (the same games, the same targets): networks compared without the test set, e.g. to pick an average."""
+    device = pick_device(config.device)
     arrays, meta = load_data(config)
     encoding = get_encoding(meta["encoding"])
-    device = pick_device(config.device)
     val_set = Data(arrays, validation_mask(arrays["game"], arrays["key"], config.validation), device)
     if val_set.size == 0:
         raise ValueError(f"no validation positions in {', '.join(config.data)} at --validation {config.validation}")

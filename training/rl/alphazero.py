@@ -287,6 +287,8 @@ def _finite(value: float) -> Optional[float]:
 
 def train_alphazero(config: AlphaZeroConfig) -> Path:
     """Run (or resume) the iterations; returns best.onnx, the best network so far."""
+    from training.train import pick_device
+    pick_device(config.device)  # a device this machine lacks is refused now, not after the first self-play
     run = Run(config)
     if run.state["iteration"]:
         print(f"resuming {run.out} after iteration {run.state['iteration']}")
