@@ -88,7 +88,9 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
         batch = getattr(search, "batch_size", 1)
         rates = {count: network_rate(network, count, batch) for count in (1, 2)}
         best = max(rates.values())
-        out(f"info string network raw throughput (batch {batch}): " +
+        precision = f", {network.precision}: {'int8' if network.runs_int8 else 'fp32'} file" \
+            if hasattr(network, "runs_int8") else ""
+        out(f"info string network raw throughput (batch {batch}{precision}): " +
             ", ".join(f"{int(rate)} positions/second with {count} thread{'s' if count > 1 else ''}"
                       for count, rate in rates.items()) + f"; best {int(best)}")
         if hasattr(search, "batch_size"):  # a search that batches its leaves for the network
@@ -110,8 +112,10 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
 
 def network_rate(network: Any, threads: int, batch: int, seconds: float = 3.0) -> float:
     """Positions per second of the bare network (a fresh session with ``threads`` threads, no search, no
-    cache) on batches of ``batch`` bench positions, inputs prepared once."""
-    session, _ = open_session(network.path, network.metadata[KIND_KEY], threads)
+    cache) on batches of ``batch`` bench positions, inputs prepared once: the int8 copy where the evaluator runs
+    it (``Precision`` int8 or mixed; mixed also asks fp32 about some positions, so its search can fall short)."""
+    path = network.int8_path if getattr(network, "runs_int8", False) else network.path
+    session, _ = open_session(path, network.metadata[KIND_KEY], threads)
     boards = [chess.Board(fen) for fen in BENCH_FENS]
     inputs = np.stack([network.encoding.encode(board) for board in (boards * (batch // len(boards) + 1))[:batch]])
     session.run(["policy", "wdl"], {"planes": inputs})

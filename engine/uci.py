@@ -217,6 +217,7 @@ class UciEngine:
                 self.info_string(f"cannot load evaluator {self.evaluator.name}: {error}; falling back to material")
                 self._build_backend("material")
             self.backend_loaded = True
+            self._tell_notices()
 
     def _build_backend(self, fallback: Optional[str] = None) -> None:
         name = fallback or self.options.get("Evaluator")
@@ -255,6 +256,12 @@ class UciEngine:
         for source in (self.evaluator, self.search):
             if source is not None and source.set_option(name, value):
                 return
+
+    def _tell_notices(self) -> None:
+        """The loaded backend's notices (settings it cannot honour as asked), as info strings."""
+        for source in (self.evaluator, self.search):
+            for notice in source.notices() if source is not None else []:
+                self.info_string(notice)
 
     # --------------------------------------------------------------- commands
 
@@ -323,6 +330,8 @@ class UciEngine:
                 self.tuning[option.name] = value
                 self.tuning_text[option.name] = raw or ""
                 self._apply_tuning(option.name, value)  # live: searches read their knobs as they go
+                if self.backend_loaded:
+                    self._tell_notices()
                 return
             option, value = self.options.set(name, raw)
         except OptionError as error:

@@ -222,6 +222,9 @@ class EvaluatorWrapper(Evaluator):
     def options(self) -> list[Option]:
         return list(self.OPTIONS) + self.inner.options()
 
+    def notices(self) -> list[str]:
+        return super().notices() + self.inner.notices()
+
     def set_option(self, name: str, value: Any) -> bool:
         return super().set_option(name, value) or self.inner.set_option(name, value)
 
@@ -337,6 +340,9 @@ class ComparatorWrapper(Comparator):
 
     def options(self) -> list[Option]:
         return list(self.OPTIONS) + self.inner.options()
+
+    def notices(self) -> list[str]:
+        return super().notices() + self.inner.notices()
 
     def set_option(self, name: str, value: Any) -> bool:
         return super().set_option(name, value) or self.inner.set_option(name, value)

@@ -123,3 +123,8 @@ class Configurable:
                 setattr(self, option.attribute, value)
                 return True
         return False
+
+    def notices(self) -> list[str]:
+        """What the user should hear about the options as they apply now, though nothing failed (a setting this
+        object cannot honour and what it does instead); the engine prints them as `info string`."""
+        return []

@@ -17,6 +17,7 @@ moves in one pass.
 from __future__ import annotations
 
 import functools
+import hashlib
 from itertools import chain
 from pathlib import Path
 from typing import Any, Hashable, Optional, Sequence
@@ -31,6 +32,25 @@ from evaluators.onnx_model import open_session
 from evaluators.options import Option
 
 KIND = "resnet-policy-value"
+#: Metadata key of an int8 file (``tools.quantize``): the SHA-256 of the fp32 file it was quantised from.
+INT8_OF_KEY = "hackmate.int8_of"
+#: ``Precision``: fp32 alone; the int8 copy alone; or mixed, the int8 copy with fp32 deciding where it is unsure.
+PRECISIONS = ("fp32", "int8", "mixed")
+#: Mixed precision: the fp32 network evaluates again the positions where the int8 network's two best legal moves
+#: are closer than this in policy logits (priors within a factor of e^0.125 = 1.13 at temperature 1), where 8-bit
+#: rounding could swap them. Chosen on held-out self-play positions: 15.6% evaluated again, top move as fp32's on
+#: 99.55% (int8 alone: 95.8%); docs/bench.md, "Mixed precision".
+MIXED_MARGIN = 0.125
+
+
+def int8_companion(path: Path) -> Path:
+    """Where the int8 copy of the network ``path`` lives: ``X-int8.onnx`` beside ``X.onnx``."""
+    return path.with_name(path.stem + "-int8.onnx")
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes (what ties an int8 file to the fp32 file it came from)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @functools.lru_cache(maxsize=None)
@@ -62,14 +82,22 @@ class ResNetEvaluator(Evaluator):
     name = "resnet"
     has_policy = True
     OPTIONS = (Option("PolicyTemperature", "spin", 100, 10, 500, scale=100, attribute="softmax_temperature",
-                      help="softmax temperature of the policy head x100 (below 100 sharpens the priors)"),)
+                      help="softmax temperature of the policy head x100 (below 100 sharpens the priors)"),
+               Option("Precision", "combo", "fp32", choices=PRECISIONS, attribute="precision",
+                      help="fp32: the weights file alone; int8: its int8 copy (X-int8.onnx beside X.onnx, made by "
+                           "tools.quantize); mixed: the int8 copy, and fp32 again where its two best moves are close"))
 
-    def __init__(self, path: Path, threads: int = 1, lazy: bool = False) -> None:
-        """``lazy``: read the weights at the first use or :meth:`load` (the engine answers `uci` before that)."""
+    def __init__(self, path: Path, threads: int = 1, lazy: bool = False, int8: Optional[Path] = None) -> None:
+        """``lazy``: read the weights at the first use or :meth:`load` (the engine answers `uci` before that);
+        ``int8``: the network's int8 copy, by default :func:`int8_companion` of ``path`` where it exists."""
         super().__init__()
         self.path = path
+        self.int8_path = int8 or int8_companion(path)
         self.threads = threads
         self._session: Any = None
+        self._int8_session: Any = None
+        #: Why ``Precision`` int8 or mixed runs fp32 alone ("" when the int8 copy is usable).
+        self.int8_problem = ""
         self._metadata: dict[str, Any] = {}
         self._encoding: Optional[Encoding] = None
         if not lazy:
@@ -90,13 +118,42 @@ class ResNetEvaluator(Evaluator):
                             f"head {metadata.get('value_head')!r} (expected az-8x8x73 and wdl)")
         self._metadata, self._encoding = metadata, get_encoding(encoding_name)
         self._session = session
+        self._int8_session = self._open_int8()
         _slot_tables()
         self.evaluate(chess.Board())  # onnxruntime sizes its buffers at the first run: here, not in a timed move
+
+    def _open_int8(self) -> Any:
+        """The int8 copy's session, or None with :attr:`int8_problem` saying why (a missing file is no error:
+        any network runs in fp32; a copy of another network is refused)."""
+        self.int8_problem = ""
+        if not self.int8_path.exists():
+            self.int8_problem = f"no int8 copy {self.int8_path.name} beside {self.path} (python -m tools.quantize)"
+            return None
+        try:
+            session, metadata = open_session(self.int8_path, KIND, self.threads)
+        except LoadError as error:
+            self.int8_problem = str(error)
+            return None
+        if metadata.get(INT8_OF_KEY) != file_digest(self.path):
+            self.int8_problem = f"{self.int8_path} was not quantised from {self.path} (its {INT8_OF_KEY} differs)"
+            return None
+        return session
+
+    def notices(self) -> list[str]:
+        if self.precision != "fp32" and self._session is not None and self._int8_session is None:
+            return [f"Precision {self.precision}: {self.int8_problem}; the network runs in fp32"]
+        return []
 
     @property
     def session(self) -> Any:
         self.load()
         return self._session
+
+    @property
+    def runs_int8(self) -> bool:
+        """Whether evaluations go through the int8 copy (``Precision`` int8 or mixed, with a usable copy)."""
+        self.load()
+        return self.precision != "fp32" and self._int8_session is not None
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -115,6 +172,7 @@ class ResNetEvaluator(Evaluator):
             self.threads = threads
             if self._session is not None:
                 self._session, _ = open_session(self.path, KIND, threads)
+                self._int8_session = self._open_int8()
 
     def cache_key(self, board: chess.Board) -> Hashable:
         key = super().cache_key(board)
@@ -176,7 +234,15 @@ class ResNetEvaluator(Evaluator):
         row of the outputs; the W/D/L softmax waits for :meth:`finish`."""
         if not requests:
             return
-        outputs = tuple(self.session.run(["policy", "wdl"], {"planes": inputs}))  # W/D/L logits: finish softmaxes
+        if not self.runs_int8:
+            outputs = tuple(self.session.run(["policy", "wdl"], {"planes": inputs}))  # W/D/L logits: finish softmaxes
+        else:
+            policy, wdl = self._int8_session.run(["policy", "wdl"], {"planes": inputs})
+            if self.precision == "mixed":
+                unsure = _close_calls(policy, requests)
+                if len(unsure):
+                    policy[unsure], wdl[unsure] = self._session.run(["policy", "wdl"], {"planes": inputs[unsure]})
+            outputs = (policy, wdl)
         for row, request in enumerate(requests):
             request.outputs, request.row = outputs, row  # type: ignore[attr-defined]
 
@@ -217,6 +283,23 @@ class ResNetEvaluator(Evaluator):
     def centipawns(self, board: chess.Board) -> int:
         """The value head as centipawns (lets alpha-beta search with the network too)."""
         return value_centipawns(self, board)
+
+
+def _close_calls(policy: np.ndarray, requests: Sequence[Request]) -> np.ndarray:
+    """Rows of ``policy`` (one per request) whose two best legal moves are within :data:`MIXED_MARGIN` logits."""
+    rows = [i for i, r in enumerate(requests) if len(r.moves) > 1]
+    if not rows:
+        return np.zeros(0, dtype=np.int64)
+    lengths = [len(requests[i].moves) for i in rows]
+    slots = np.fromiter(chain.from_iterable(requests[i].slots for i in rows),  # type: ignore[attr-defined]
+                        dtype=np.int64, count=sum(lengths))
+    logits = policy[np.repeat(rows, lengths), slots]
+    starts = np.cumsum([0] + lengths[:-1])
+    best = np.maximum.reduceat(logits, starts)
+    is_best = logits == np.repeat(best, lengths)
+    second = np.maximum.reduceat(np.where(is_best, -np.inf, logits), starts)
+    close = (np.add.reduceat(is_best, starts) > 1) | (best - second < MIXED_MARGIN)
+    return np.asarray(rows, dtype=np.int64)[close]
 
 
 def _policy_move(board: chess.Board, move: chess.Move) -> chess.Move:

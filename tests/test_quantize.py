@@ -27,16 +27,74 @@ def test_quantized_network_loads_in_the_engine_and_stays_close(tiny_network, tmp
 
 
 def test_shipped_int8_network_is_the_shipped_network_quantised():
-    from evaluators.resnet import ResNetEvaluator
+    from evaluators.resnet import INT8_OF_KEY, ResNetEvaluator, file_digest
     from tools.quantize import outputs, pgn_positions
     fp32, int8 = ROOT / "weights" / "resnet.onnx", ROOT / "weights" / "resnet-int8.onnx"
     ours = {key: value for key, value in ResNetEvaluator(int8).metadata.items() if not key.startswith("onnx.")}
+    assert ours.pop(INT8_OF_KEY) == file_digest(fp32)  # what mixed precision pairs it by
     assert ours == ResNetEvaluator(fp32).metadata  # same network and encoding; onnxruntime adds its own keys
     boards = pgn_positions(FIXTURES / "games.pgn", 200)
     tops, values = outputs(fp32, boards)
     int8_tops, int8_values = outputs(int8, boards)
     assert np.mean([a == b for a, b in zip(tops, int8_tops)]) > 0.9  # 96.1% on 10,000 positions (docs/bench.md)
     assert np.abs(values - int8_values).mean() < 0.06
+
+
+def test_mixed_precision_asks_fp32_exactly_where_int8_is_unsure_and_refuses_another_networks_copy(tiny_network,
+                                                                                                      tmp_path):
+    import shutil
+
+    import chess
+
+    from evaluators.resnet import MIXED_MARGIN, ResNetEvaluator, int8_companion
+    from tests.uci_inprocess import Driver
+    from tools.quantize import pgn_positions, quantize
+    network = tmp_path / "net.onnx"
+    shutil.copyfile(tiny_network[2], network)
+    boards = pgn_positions(FIXTURES / "games.pgn", 300)
+    quantize(network, int8_companion(network), boards[:100])
+    test_boards = boards[100:]
+
+    def evaluations(precision: str) -> list:
+        evaluator = ResNetEvaluator(network)
+        evaluator.set_option("Precision", precision)
+        assert evaluator.notices() == []
+        return evaluator.evaluate_batch(test_boards)
+
+    fp32, int8, mixed = evaluations("fp32"), evaluations("int8"), evaluations("mixed")
+    plain = ResNetEvaluator(network, int8=tmp_path / "absent.onnx").evaluate_batch(test_boards)
+    assert [e.value for e in fp32] == [e.value for e in plain]  # Precision fp32 is the file alone
+    asked = 0
+    for board, exact, quantised, result in zip(test_boards, fp32, int8, mixed):
+        ranked = sorted(quantised.priors.values(), reverse=True)
+        if len(ranked) > 1 and np.log(ranked[0] / ranked[1]) < MIXED_MARGIN:  # unsure: fp32 evaluated it again
+            asked += 1
+            assert result.priors == pytest.approx(exact.priors, abs=1e-6) and result.value == pytest.approx(exact.value)
+        else:
+            assert result.priors == pytest.approx(quantised.priors, abs=1e-6)
+            assert result.value == pytest.approx(quantised.value, abs=1e-6)
+    assert 0 < asked < len(test_boards)
+    assert [e.value for e in int8] != [e.value for e in fp32]
+
+    import onnx  # an int8 copy of another network is refused, with a notice, and fp32 plays
+    other = tmp_path / "other.onnx"
+    model = onnx.load(str(network))
+    model.metadata_props.add(key="note", value="another file")
+    onnx.save(model, str(other))
+    shutil.copyfile(int8_companion(network), int8_companion(other))
+    evaluator = ResNetEvaluator(other)
+    evaluator.set_option("Precision", "mixed")
+    assert not evaluator.runs_int8
+    assert evaluator.notices() and "was not quantised from" in evaluator.notices()[0]
+    int8_companion(other).unlink()
+    driver = Driver("--eval", "resnet", "--weights", str(other))
+    try:
+        driver.send("uci", "setoption name Precision value int8", "isready")
+        driver.out.wait_for("readyok")
+        assert any("Precision int8: no int8 copy other-int8.onnx" in line for line in driver.strings())
+        assert driver.go("go nodes 30").split()[1] in {m.uci() for m in chess.Board().legal_moves}
+    finally:
+        driver.close()
 
 
 def test_openvino_comparison_matches_onnxruntime_in_f32(tiny_network, monkeypatch):

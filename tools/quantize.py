@@ -76,12 +76,42 @@ def quantize(network: Path, out: Path, calibration: list[chess.Board], keep_head
                         nodes_to_exclude=list(HEAD_NODES) if keep_heads else [])
     finally:
         prepared.unlink(missing_ok=True)
+    mark_int8_of(out, network)
+
+
+def mark_int8_of(int8: Path, network: Path) -> None:
+    """Record in ``int8``'s metadata which fp32 file it was quantised from, so that the engine's mixed precision
+    never pairs it with another network."""
+    import onnx
+    from evaluators.resnet import INT8_OF_KEY, file_digest
+    model = onnx.load(str(int8))
+    kept = [entry for entry in model.metadata_props if entry.key != INT8_OF_KEY]
+    del model.metadata_props[:]
+    model.metadata_props.extend(kept)
+    model.metadata_props.add(key=INT8_OF_KEY, value=file_digest(network))
+    onnx.save(model, str(int8))
 
 
 def outputs(network: Path, boards: list[chess.Board]) -> tuple[list[str], np.ndarray]:
     """Each position's top legal move and value W - L, by one network file."""
     from evaluators.resnet import ResNetEvaluator
     return evaluator_outputs(ResNetEvaluator(network), boards)
+
+
+def mixed_outputs(network: Path, int8: Path, boards: list[chess.Board]) -> tuple[list[str], np.ndarray, float]:
+    """:func:`outputs` of ``Precision mixed`` (``int8`` with ``network`` where it is unsure), and the share of
+    positions the fp32 network evaluated again."""
+    from evaluators.resnet import MIXED_MARGIN, ResNetEvaluator
+    evaluator = ResNetEvaluator(int8)
+    gaps = []
+    for start in range(0, len(boards), 256):
+        for evaluation in evaluator.evaluate_batch(boards[start:start + 256]):
+            best, second = (sorted((evaluation.priors or {}).values(), reverse=True) + [0.0, 0.0])[:2]
+            gaps.append(np.log(best / second) if second > 0 else np.inf)
+    mixed = ResNetEvaluator(network, int8=int8)
+    mixed.set_option("Precision", "mixed")
+    tops, values = evaluator_outputs(mixed, boards)
+    return tops, values, float(np.mean(np.array(gaps) < MIXED_MARGIN))
 
 
 def evaluator_outputs(evaluator: Any, boards: list[chess.Board]) -> tuple[list[str], np.ndarray]:
@@ -123,11 +153,14 @@ def main(network: Path, out: Path, calibration: Path, positions: Path, calibrati
     boards = pgn_positions(positions, count)
     reference_tops, reference_values = outputs(network, boards)
     tops, values = outputs(out, boards)
-    agreement = np.mean([a == b for a, b in zip(reference_tops, tops)])
-    error = np.abs(values - reference_values)
-    click.echo(f"{out}: top move as fp32's on {100 * agreement:.2f}% of {len(boards)} positions of {positions.name}; "
-               f"value |int8 - fp32| mean {error.mean():.4f}, 99th percentile {np.percentile(error, 99):.4f}, "
-               f"max {error.max():.4f}")
+    mixed_tops, mixed_values, asked = mixed_outputs(network, out, boards)
+    for name, (tops, values) in (("int8", (tops, values)), ("mixed", (mixed_tops, mixed_values))):
+        agreement = np.mean([a == b for a, b in zip(reference_tops, tops)])
+        error = np.abs(values - reference_values)
+        click.echo(f"{out} {name}: top move as fp32's on {100 * agreement:.2f}% of {len(boards)} positions of "
+                   f"{positions.name}; value |{name} - fp32| mean {error.mean():.4f}, 99th percentile "
+                   f"{np.percentile(error, 99):.4f}, max {error.max():.4f}" +
+                   (f"; fp32 evaluated again {100 * asked:.1f}% of them" if name == "mixed" else ""))
     for threads in (1, 2):
         started = time.perf_counter()
         fp32, int8 = throughput(network, threads), throughput(out, threads)
