@@ -141,7 +141,7 @@ class ResNetEvaluator(Evaluator):
 
     def notices(self) -> list[str]:
         if self.precision != "fp32" and self._session is not None and self._int8_session is None:
-            return [f"Precision {self.precision}: {self.int8_problem}; the network runs in fp32"]
+            return [f"Precision {self.precision}: {self.int8_problem}; {self.path.name} runs alone"]
         return []
 
     @property
@@ -287,7 +287,7 @@ class ResNetEvaluator(Evaluator):
 
 def _close_calls(policy: np.ndarray, requests: Sequence[Request]) -> np.ndarray:
     """Rows of ``policy`` (one per request) whose two best legal moves are within :data:`MIXED_MARGIN` logits."""
-    rows = [i for i, r in enumerate(requests) if len(r.moves) > 1]
+    rows = [i for i, r in enumerate(requests) if r.moves and len(r.moves) > 1]
     if not rows:
         return np.zeros(0, dtype=np.int64)
     lengths = [len(requests[i].moves) for i in rows]
