@@ -83,7 +83,7 @@ class ResNetEvaluator(Evaluator):
     has_policy = True
     OPTIONS = (Option("PolicyTemperature", "spin", 100, 10, 500, scale=100, attribute="softmax_temperature",
                       help="softmax temperature of the policy head x100 (below 100 sharpens the priors)"),
-               Option("Precision", "combo", "fp32", choices=PRECISIONS, attribute="precision",
+               Option("Precision", "combo", "mixed", choices=PRECISIONS, attribute="precision",
                       help="fp32: the weights file alone; int8: its int8 copy (X-int8.onnx beside X.onnx, made by "
                            "tools.quantize); mixed: the int8 copy, and fp32 again where its two best moves are close"))
 

@@ -1,10 +1,12 @@
 """int8 static quantisation of a ResNet policy-value network, and the measurement that decides whether it may
 replace fp32: top-move agreement and value error on real positions, and network speed on this CPU.
 
-The engine plays fp32 by default. A quantised file has the same inputs, outputs and metadata, so it is tried
-with ``--weights OUT.onnx`` (or ``setoption name Weights``). The rule for making it the default: faster here,
-and the policy's top legal move the same as fp32's on at least 99% of 10,000 real positions (docs/bench.md has
-the figures for the shipped network). Needs the training extra (the ``onnx`` package).
+A quantised file has the same inputs, outputs and metadata, plus the SHA-256 of the fp32 file it came from.
+Written as ``X-int8.onnx`` beside ``X.onnx`` it is what the engine's ``Precision`` option runs: ``mixed`` (the
+default since 25 November 2026) uses it and asks the fp32 file again where its two best moves are close. The rule
+for what runs by default: faster here, and the top legal move the same as fp32's on at least 99% of 10,000 real
+positions, with no loss in a match; this tool measures the agreement of int8 alone and of mixed (docs/bench.md
+has the figures for the shipped network). Needs the training extra (the ``onnx`` package).
 """
 
 from __future__ import annotations
@@ -94,8 +96,15 @@ def mark_int8_of(int8: Path, network: Path) -> None:
 
 def outputs(network: Path, boards: list[chess.Board]) -> tuple[list[str], np.ndarray]:
     """Each position's top legal move and value W - L, by one network file."""
+    return evaluator_outputs(fp32_evaluator(network), boards)
+
+
+def fp32_evaluator(network: Path) -> Any:
+    """The network file alone (``Precision fp32``), whatever int8 copy lies beside it."""
     from evaluators.resnet import ResNetEvaluator
-    return evaluator_outputs(ResNetEvaluator(network), boards)
+    evaluator = ResNetEvaluator(network)
+    evaluator.set_option("Precision", "fp32")
+    return evaluator
 
 
 def mixed_outputs(network: Path, int8: Path, boards: list[chess.Board]) -> tuple[list[str], np.ndarray, float]:
@@ -128,8 +137,7 @@ def evaluator_outputs(evaluator: Any, boards: list[chess.Board]) -> tuple[list[s
 def throughput(network: Path, threads: int, batch: int = 16, seconds: float = 2.0) -> float:
     """Positions per second of the bare network at ``batch``, as bench measures it."""
     from engine.bench import network_rate
-    from evaluators.resnet import ResNetEvaluator
-    return network_rate(ResNetEvaluator(network), threads, batch, seconds)
+    return network_rate(fp32_evaluator(network), threads, batch, seconds)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
