@@ -12,6 +12,10 @@ per position), ``collate`` unpacks a whole batch into planes, ``infer`` runs
 the network (beyond it, only a loop handing each request its row), ``finish``
 turns the W/D/L logits into probabilities and softmaxes every position's legal
 moves in one pass.
+
+``Precision`` chooses what ``infer`` runs: the weights file (fp32), its int8
+copy beside it, or (the default) mixed: the int8 copy, and the fp32 network
+again for the positions whose two best moves are too close for 8-bit rounding.
 """
 
 from __future__ import annotations
@@ -96,7 +100,7 @@ class ResNetEvaluator(Evaluator):
         self.threads = threads
         self._session: Any = None
         self._int8_session: Any = None
-        #: Why ``Precision`` int8 or mixed runs fp32 alone ("" when the int8 copy is usable).
+        #: Why ``Precision`` int8 or mixed runs the weights file alone ("" when the int8 copy is usable).
         self.int8_problem = ""
         self._metadata: dict[str, Any] = {}
         self._encoding: Optional[Encoding] = None
@@ -123,9 +127,12 @@ class ResNetEvaluator(Evaluator):
         self.evaluate(chess.Board())  # onnxruntime sizes its buffers at the first run: here, not in a timed move
 
     def _open_int8(self) -> Any:
-        """The int8 copy's session, or None with :attr:`int8_problem` saying why (a missing file is no error:
-        any network runs in fp32; a copy of another network is refused)."""
+        """The int8 copy's session, or None with :attr:`int8_problem` saying why (a missing copy is no error:
+        the weights file runs alone; a copy of another network is refused)."""
         self.int8_problem = ""
+        if INT8_OF_KEY in self._metadata:
+            self.int8_problem = f"{self.path.name} is itself an int8 copy"
+            return None
         if not self.int8_path.exists():
             self.int8_problem = f"no int8 copy {self.int8_path.name} beside {self.path} (python -m tools.quantize)"
             return None

@@ -75,6 +75,7 @@ def test_mixed_precision_asks_fp32_exactly_where_int8_is_unsure_and_refuses_anot
             assert result.value == pytest.approx(quantised.value, abs=1e-6)
     assert 0 < asked < len(test_boards)
     assert [e.value for e in int8] != [e.value for e in fp32]
+    assert "net-int8.onnx is itself an int8 copy" in ResNetEvaluator(int8_companion(network)).notices()[0]
 
     import onnx  # an int8 copy of another network is refused, with a notice, and fp32 plays
     other = tmp_path / "other.onnx"
