@@ -102,6 +102,8 @@ class ResNetEvaluator(Evaluator):
         self._int8_session: Any = None
         #: Why ``Precision`` int8 or mixed runs the weights file alone ("" when the int8 copy is usable).
         self.int8_problem = ""
+        #: Positions the fp32 network has evaluated again under ``Precision mixed`` (a running count).
+        self.rechecked = 0
         self._metadata: dict[str, Any] = {}
         self._encoding: Optional[Encoding] = None
         if not lazy:
@@ -248,6 +250,7 @@ class ResNetEvaluator(Evaluator):
             if self.precision == "mixed":
                 unsure = _close_calls(policy, requests)
                 if len(unsure):
+                    self.rechecked += len(unsure)
                     policy[unsure], wdl[unsure] = self._session.run(["policy", "wdl"], {"planes": inputs[unsure]})
             outputs = (policy, wdl)
         for row, request in enumerate(requests):

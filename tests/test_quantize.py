@@ -48,7 +48,7 @@ def test_mixed_precision_asks_fp32_exactly_where_int8_is_unsure_and_refuses_anot
 
     from evaluators.resnet import MIXED_MARGIN, ResNetEvaluator, int8_companion
     from tests.uci_inprocess import Driver
-    from tools.quantize import pgn_positions, quantize
+    from tools.quantize import mixed_outputs, pgn_positions, quantize
     network = tmp_path / "net.onnx"
     shutil.copyfile(tiny_network[2], network)
     boards = pgn_positions(FIXTURES / "games.pgn", 300)
@@ -74,6 +74,7 @@ def test_mixed_precision_asks_fp32_exactly_where_int8_is_unsure_and_refuses_anot
             assert result.priors == pytest.approx(quantised.priors, abs=1e-6)
             assert result.value == pytest.approx(quantised.value, abs=1e-6)
     assert 0 < asked < len(test_boards)
+    assert mixed_outputs(network, int8_companion(network), test_boards)[2] == asked / len(test_boards)
     assert [e.value for e in int8] != [e.value for e in fp32]
     assert "net-int8.onnx is itself an int8 copy" in ResNetEvaluator(int8_companion(network)).notices()[0]
 

@@ -110,17 +110,12 @@ def fp32_evaluator(network: Path) -> Any:
 def mixed_outputs(network: Path, int8: Path, boards: list[chess.Board]) -> tuple[list[str], np.ndarray, float]:
     """:func:`outputs` of ``Precision mixed`` (``int8`` with ``network`` where it is unsure), and the share of
     positions the fp32 network evaluated again."""
-    from evaluators.resnet import MIXED_MARGIN, ResNetEvaluator
-    evaluator = ResNetEvaluator(int8)
-    gaps = []
-    for start in range(0, len(boards), 256):
-        for evaluation in evaluator.evaluate_batch(boards[start:start + 256]):
-            best, second = (sorted((evaluation.priors or {}).values(), reverse=True) + [0.0, 0.0])[:2]
-            gaps.append(np.log(best / second) if second > 0 else np.inf)
+    from evaluators.resnet import ResNetEvaluator
     mixed = ResNetEvaluator(network, int8=int8)
     mixed.set_option("Precision", "mixed")
+    before = mixed.rechecked  # loading evaluates the start position
     tops, values = evaluator_outputs(mixed, boards)
-    return tops, values, float(np.mean(np.array(gaps) < MIXED_MARGIN))
+    return tops, values, (mixed.rechecked - before) / max(1, len(boards))
 
 
 def evaluator_outputs(evaluator: Any, boards: list[chess.Board]) -> tuple[list[str], np.ndarray]:
