@@ -95,6 +95,9 @@ def run_bounded(command: list[str], seconds: float) -> bool:
                    "delivered as swa.pt and evaluated on the test set beside the network (0: off).")
 @click.option("--mirror", is_flag=True,
               help="Also train on positions without castling rights mirrored a-file <-> h-file (train --mirror).")
+@click.option("--budget-minutes", default=0.0, show_default=True,
+              help="Train for this much training time over all steps, annealed to its end (train --budget-minutes; "
+                   "--epochs is then a cap): a lease of fixed length ends with a finished network (0: by epochs).")
 @click.option("--device", default="auto", show_default=True)
 def main(**options) -> None:
     """Label on all cores and train on the GPU in resumable steps of at most --minutes (see docs/gpu-recipe.md)."""
@@ -106,10 +109,11 @@ def step(sources: tuple[Path, ...], out: Path, engine: str, minutes: float, deli
          selfplay_games: int, selfplay_nodes: int, selfplay_random_plies: int, nodes: int, multipv: int,
          per_game: int, min_ply: int, workers: int, seed: int, extra_data: tuple[Path, ...],
          test_dir: Optional[Path], init: str, grow: bool, blocks: int, filters: int, epochs: int, batch_size: int,
-         lr: float, result_weight: float, temperature: float, swa_every: int, mirror: bool, device: str) -> None:
+         lr: float, result_weight: float, temperature: float, swa_every: int, mirror: bool, budget_minutes: float,
+         device: str) -> None:
     """The next piece of work, within ``minutes``."""
     from training.label import LabelConfig, label
-    from training.train import TrainConfig, train
+    from training.train import TrainConfig, run_finished, train
     from training.weights import load_file
     deadline = time.monotonic() + minutes * 60
     out.mkdir(parents=True, exist_ok=True)
@@ -161,9 +165,9 @@ def step(sources: tuple[Path, ...], out: Path, engine: str, minutes: float, deli
         checkpoint = train(TrainConfig(data=data, out=str(run_dir), blocks=blocks, filters=filters, epochs=epochs,
                                        batch_size=batch_size, lr=lr, result_weight=result_weight,
                                        temperature=temperature, device=device, swa_every=swa_every, swa_max_n=0,
-                                       mirror=mirror, resume=True, init=init, grow=grow,
+                                       mirror=mirror, resume=True, init=init, grow=grow, budget_minutes=budget_minutes,
                                        exclude=[str(test_dir)] if test_dir else [], max_minutes=max(0.01, left() / 60)))
-        if load_file(checkpoint)["epoch"] < epochs:
+        if not run_finished(load_file(checkpoint), epochs):
             return finish_step("training stopped at the time budget: run the same command again")
         status["trained"] = True
     finish(out, run_dir, test_dir, init)

@@ -9,6 +9,11 @@ Batches are unpacked from the bit-packed planes on the training device, so a
 GPU is fed without a CPU data-loader bottleneck; on CPU the same code runs with
 two threads. ``max_minutes`` stops at a batch boundary with a resumable
 checkpoint, mid-epoch if need be, so a run can proceed in short steps.
+``budget_minutes`` sets the length of the run by time instead of steps: the
+learning rate anneals to zero over that much time spent training and
+validating (summed over resumed steps) and the run ends there, mid-epoch if need be (``epochs`` is then
+a cap), so a lease of fixed length ends with an annealed network whatever the
+machine's speed.
 ``swa_every`` keeps a running mean of the weights (training.swa), validated
 beside the network each epoch and written as the weights file ``swa.pt``.
 ``mirror`` shows half the positions without castling rights mirrored a-file <->
@@ -63,6 +68,7 @@ class TrainConfig:
     grow: bool = False  # the init network may be smaller: embedded in this run's shape (training.grow)
     exclude: list[str] = field(default_factory=list)  # shard directories whose positions never train
     max_minutes: float = 0.0  # stop cleanly (resumable) after this long; 0: no limit
+    budget_minutes: float = 0.0  # > 0: anneal over this much run time (training, validation), end there (epochs: a cap)
     swa_every: int = 0  # > 0: fold the weights into a running mean every this many steps (Lc0's swa_steps)
     swa_max_n: int = 10  # the newest snapshot weighs 1 / (min(n, swa_max_n) + 1); 0: a plain mean
     mirror: bool = False  # train on half the positions without castling rights mirrored a-file <-> h-file
@@ -193,11 +199,16 @@ class Data:
         return x, policy, value, weight
 
 
+def run_finished(state: dict, epochs: int) -> bool:
+    """Whether a checkpoint's run is over: every epoch done, or its time budget spent."""
+    return bool(state.get("finished")) or state["epoch"] >= epochs
+
+
 def train(config: TrainConfig, progress: bool = True) -> Path:
     """Train (or resume) and write checkpoint.pt, history.json and curves.png into ``config.out``.
 
     Returns the checkpoint's path; with ``max_minutes`` the checkpoint may be
-    mid-run (its ``epoch`` < ``config.epochs``): run again with ``resume``.
+    mid-run (:func:`run_finished` false): run again with ``resume``.
     """
     started = time.time()
     torch.manual_seed(config.seed)
@@ -221,17 +232,26 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     steps_per_epoch = max(1, train_set.size // config.batch_size)
     total_steps = steps_per_epoch * config.epochs
-    warmup = min(500, total_steps // 20)
+    warmup = min(500, (steps_per_epoch if config.budget_minutes else total_steps) // 20)
+    budget_seconds = config.budget_minutes * 60
 
-    def lr_at(step: int) -> float:
+    def lr_at(step: int, seconds: float) -> float:
+        """The rate at ``step``: a linear warm-up, then the schedule over the run's steps or, with a time budget,
+        over its time (``seconds`` of it spent)."""
         if step < warmup:
             return config.lr * (step + 1) / warmup
+        if budget_seconds:
+            done = min(1.0, seconds / budget_seconds)
+            if config.schedule == "step":
+                return config.lr * (0.1 ** min(2, int(3 * done)))
+            return config.lr * 0.5 * (1 + math.cos(math.pi * done))
         if config.schedule == "step":
             return config.lr * (0.1 ** (3 * step // max(1, total_steps)))
         return config.lr * 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total_steps - warmup)))
 
     history: list[dict] = []
     start_epoch, start_batch, running = 0, 0, []
+    resumed_seconds = 0.0  # the run's time before this step (see run_seconds)
     average = WeightAverage(config.swa_max_n) if config.swa_every > 0 else None
     checkpoint_path = out / "checkpoint.pt"
     if config.resume and checkpoint_path.exists():
@@ -240,8 +260,12 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
             raise WeightsError(f"{checkpoint_path}: a weights file, not a training checkpoint: use --init")
         model.load_state_dict(resumed.state_dict())
         optimizer.load_state_dict(state["optimizer"])
+        if run_finished(state, config.epochs):
+            print(f"{checkpoint_path}: this run is already over")
+            return checkpoint_path
         start_epoch, start_batch = state["epoch"], state.get("batch", 0)
         history, running = state["history"], state.get("running", [])
+        resumed_seconds = state.get("run_seconds", 0.0)
         if average is not None and "swa" in state:
             average = WeightAverage.from_dict(state["swa"])
     elif config.init and config.grow:
@@ -255,11 +279,17 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
         model.load_state_dict(load_network(Path(config.init), expect=model.shape, device=device)[0].state_dict())
     use_amp = device.type == "cuda"
     deadline = started + config.max_minutes * 60 if config.max_minutes else None
+    loop_started = time.time()
 
-    def save(epoch: int, batch: int) -> None:
+    def run_seconds() -> float:
+        """Seconds the run has spent training and validating, over every resumed step (what a budget counts)."""
+        return resumed_seconds + time.time() - loop_started
+
+    def save(epoch: int, batch: int, finished: bool = False) -> None:
         temporary = checkpoint_path.with_name("checkpoint.pt.tmp")
         torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
-                    "batch": batch, "running": running, "history": history, "config": asdict(config),
+                    "batch": batch, "finished": finished, "run_seconds": run_seconds(),
+                    "running": running, "history": history, "config": asdict(config),
                     "shape": model.shape, "meta": meta,
                     **({"swa": average.to_dict()} if average is not None else {})}, temporary)
         temporary.replace(checkpoint_path)
@@ -274,7 +304,12 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
             from tqdm import tqdm
             batches = tqdm(batches, desc=f"epoch {epoch + 1}/{config.epochs}", unit="batch",
                            initial=start_batch, total=steps_per_epoch)
+        budget_spent = False
+        end = steps_per_epoch
         for b in batches:
+            if budget_seconds and run_seconds() >= budget_seconds and b > start_batch:
+                budget_spent, end = True, b
+                break
             if deadline is not None and time.time() > deadline and b > start_batch:
                 save(epoch, b)
                 print(f"stopped after {config.max_minutes:g} minutes at epoch {epoch + 1}, batch {b}/"
@@ -284,7 +319,7 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
             x, policy_target, value, weight = train_set.batch(rows, encoding.binary_planes, config.result_weight,
                                                               encoding.castling_planes if config.mirror else None)
             for group in optimizer.param_groups:
-                group["lr"] = lr_at(epoch * steps_per_epoch + b)
+                group["lr"] = lr_at(epoch * steps_per_epoch + b, run_seconds())
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
                 policy, wdl = model(x)
             policy_loss = soft_policy_loss(policy, policy_target, config.label_smoothing)
@@ -298,12 +333,18 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
                 average.add(model)
             if b % 50 == 0:  # .item() synchronises a GPU: sample the losses
                 running.append((policy_loss.item(), value_loss.item()))
+        if progress:
+            batches.close()  # type: ignore[attr-defined]
+        if budget_spent:
+            print(f"time budget of {config.budget_minutes:g} minutes spent at epoch {epoch + 1}, batch {end}/"
+                  f"{steps_per_epoch}: the run ends here")
         start_batch = 0
         metrics = {f"val_{name}": value for name, value in evaluate(model, val_set, encoding.binary_planes,
                                                                     config.batch_size, config.result_weight).items()}
         metrics.update(epoch=epoch + 1, train_policy_loss=float(np.mean([r[0] for r in running])),
                        train_value_loss=float(np.mean([r[1] for r in running])),
-                       seconds=time.time() - epoch_started, train_samples=train_set.size, val_samples=val_set.size)
+                       seconds=time.time() - epoch_started, train_samples=end * config.batch_size
+                       if budget_spent else train_set.size, val_samples=val_set.size)
         running = []
         if average is not None and average.count:
             averaged = PolicyValueNet(**model.shape).to(device)
@@ -314,9 +355,11 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
                                      "config": asdict(config), "history": history + [metrics]}), out / "swa.pt")
         history.append(metrics)
         print(json.dumps(metrics))
-        save(epoch + 1, 0)
+        save(epoch + 1, 0, finished=budget_spent)
         (out / "history.json").write_text(json.dumps(history, indent=2))
         plot_history(history, out / "curves.png")
+        if budget_spent:
+            break
     return checkpoint_path
 
 
