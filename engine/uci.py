@@ -182,6 +182,8 @@ class UciEngine:
         self.tuning: dict[str, Any] = {}
         #: The same options as the GUI sent them (bench builds its own backend with them).
         self.tuning_text: dict[str, str] = {}
+        #: The notices told since the backend last loaded.
+        self.told_notices: set[str] = set()
         self.tablebase: Optional[Tablebase] = None
         self.book_path: Optional[str] = None
         self.thread: Optional[threading.Thread] = None
@@ -257,11 +259,15 @@ class UciEngine:
             if source is not None and source.set_option(name, value):
                 return
 
-    def _tell_notices(self) -> None:
-        """The loaded backend's notices (settings it cannot honour as asked), as info strings."""
-        for source in (self.evaluator, self.search):
-            for notice in source.notices() if source is not None else []:
+    def _tell_notices(self, only_new: bool = False) -> None:
+        """The loaded backend's notices (settings it cannot honour as asked), as info strings; ``only_new``: those
+        not told since the backend loaded (a later `setoption` of another knob does not repeat them)."""
+        notices = [notice for source in (self.evaluator, self.search) if source is not None
+                   for notice in source.notices()]
+        for notice in notices:
+            if not only_new or notice not in self.told_notices:
                 self.info_string(notice)
+        self.told_notices = set(notices)
 
     # --------------------------------------------------------------- commands
 
@@ -331,7 +337,7 @@ class UciEngine:
                 self.tuning_text[option.name] = raw or ""
                 self._apply_tuning(option.name, value)  # live: searches read their knobs as they go
                 if self.backend_loaded:
-                    self._tell_notices()
+                    self._tell_notices(only_new=True)
                 return
             option, value = self.options.set(name, raw)
         except OptionError as error:

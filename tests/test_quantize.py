@@ -95,6 +95,11 @@ def test_mixed_precision_asks_fp32_exactly_where_int8_is_unsure_and_refuses_anot
         driver.out.wait_for("readyok")
         assert any("Precision int8: no int8 copy other-int8.onnx" in line for line in driver.strings())
         assert driver.go("go nodes 30").split()[1] in {m.uci() for m in chess.Board().legal_moves}
+        told = len(driver.strings())
+        driver.send("setoption name CPuct value 250")  # another knob: the notice is not told again
+        driver.send("setoption name Precision value mixed")  # a new setting that still fails: told once
+        assert [line for line in driver.strings()[told:] if "no int8 copy" in line] == \
+            [next(line for line in driver.strings()[told:] if "Precision mixed" in line)]
     finally:
         driver.close()
 

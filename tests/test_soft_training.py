@@ -147,8 +147,10 @@ def test_a_device_this_machine_lacks_is_refused_before_any_work(tiny_network, tm
         result = CliRunner().invoke(cli, command + ["--device", "cuda"])
         assert result.exit_code == 1, result.output
         assert "--device cuda: PyTorch sees no CUDA device here" in result.output and "Traceback" not in result.output
-    result = CliRunner().invoke(cli, ["train", str(data), "--out", str(tmp_path / "run"), "--device", "gpu"])
-    assert result.exit_code == 1 and "--device gpu: not a device name" in result.output, result.output
+    for command in (["train", str(data), "--out", str(tmp_path / "run")],
+                    ["distil", str(data), "--teacher", str(weights), "--out", str(tmp_path / "distilled")]):
+        result = CliRunner().invoke(cli, command + ["--device", "gpu"])  # every command names the choices alike
+        assert result.exit_code == 1 and "--device gpu: not a device name" in result.output, result.output
     assert list(tmp_path.iterdir()) == []  # nothing half-made
 
 

@@ -160,8 +160,7 @@ def average_command(networks: tuple[Path, ...], shares: tuple[float, ...], out: 
               help="Soft-policy temperature of MultiPV sources in centipawns, as `train --temperature` (0: as "
                    "stored).")
 @click.option("--threads", default=2, show_default=True, help="PyTorch CPU threads.")
-@click.option("--device", default="cpu", show_default=True, type=click.Choice(["cpu", "cuda", "auto"]),
-              help="Where the teachers run.")
+@click.option("--device", default="cpu", show_default=True, help="Where the teachers run: cpu, cuda, auto.")
 def distil_command(sources: tuple[Path, ...], teachers: tuple[Path, ...], out: Path, share: float, top_k: int,
                    mirror: bool, temperature: float, threads: int, device: str) -> None:
     """Mix the policy of stronger networks into the targets of training data (knowledge distillation) and
