@@ -12,10 +12,10 @@ from training.train import TrainConfig, train  # noqa: E402
 from training.weights import WeightsError, load_file, load_network  # noqa: E402
 
 
-def trained_looking(blocks: int, filters: int) -> PolicyValueNet:
-    """A small network whose batch norms are not at their defaults, as after training."""
+def trained_looking(blocks: int, filters: int, squeeze: int = 0) -> PolicyValueNet:
+    """A small network whose batch norms (and SE units) are not at their defaults, as after training."""
     torch.manual_seed(3)
-    model = PolicyValueNet(18, blocks, filters, 16)
+    model = PolicyValueNet(18, blocks, filters, 16, squeeze)
     for module in model.modules():
         if isinstance(module, torch.nn.BatchNorm2d):
             module.running_mean.uniform_(-1, 1)
@@ -42,6 +42,22 @@ def test_the_grown_network_computes_the_same_function(blocks, filters):
     assert big.tower[-1].bn2.weight.grad.abs().sum() > 0
 
 
+@pytest.mark.parametrize("start, blocks, filters", [((2, 8, 0), 2, 8), ((2, 8, 0), 3, 16), ((2, 8, 4), 4, 8)])
+def test_se_units_start_as_identities(start, blocks, filters):
+    small = trained_looking(*start)
+    big = grow(small, blocks, filters, squeeze=4)
+    assert big.shape["squeeze"] == 4 and all(block.se is not None for block in big.tower)
+    inputs = torch.randint(0, 2, (6, 18, 8, 8)).float()
+    for a, b in zip(small(inputs), big.eval()(inputs)):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    big.train()
+    policy, value = big(inputs)
+    (policy.logsumexp(1).sum() + value.sum()).backward()
+    assert big.tower[0].se.expand.weight.grad.abs().sum() > 0  # and they learn
+    with pytest.raises(ValueError, match="grows deeper only"):
+        grow(trained_looking(2, 8, 4), 2, 16, squeeze=4)
+
+
 def test_a_network_is_not_grown_into_a_smaller_one():
     with pytest.raises(ValueError, match="cannot grow a 2x8 network into a smaller 1x8"):
         grow(trained_looking(2, 8), 1, 8)
@@ -63,3 +79,28 @@ def test_train_grows_its_init_network_when_asked(tiny_network, tmp_path):
     with pytest.raises(WeightsError, match="cannot grow a 1x8 network into a smaller"):
         train(TrainConfig(data=[data], out=str(tmp_path / "smaller"), blocks=1, filters=4, epochs=1,
                           device="cpu", init=str(weights), grow=True), progress=False)
+
+
+def test_an_se_network_trains_exports_and_plays_as_its_pt(tiny_network, tmp_path):
+    import numpy as np
+
+    from evaluators.resnet import ResNetEvaluator
+    from training.export import export_resnet
+    from training.onnx_import import import_onnx
+    checkpoint, weights, _, _ = tiny_network
+    data = str(load_file(checkpoint)["config"]["data"][0])
+    config = TrainConfig(data=[data], out=str(tmp_path / "se"), blocks=1, filters=8, epochs=1, batch_size=32,
+                         max_samples=96, device="cpu", validation=0.3, init=str(weights), grow=True, squeeze=2)
+    model, state = load_network(train(config, progress=False))
+    assert state["shape"]["squeeze"] == 2 and model.tower[0].se.expand.weight.abs().sum() > 0  # trained
+    path = export_resnet(tmp_path / "se" / "checkpoint.pt", tmp_path / "se.onnx")
+    inputs = np.random.default_rng(2).integers(0, 2, (5, 18, 8, 8)).astype(np.float32)
+    with torch.no_grad():
+        expected = model(torch.from_numpy(inputs))
+    policy, wdl = ResNetEvaluator(path).run(inputs)
+    np.testing.assert_allclose(policy, expected[0].numpy(), atol=1e-4)
+    np.testing.assert_allclose(wdl, torch.softmax(expected[1], 1).numpy(), atol=1e-5)
+    with pytest.raises(WeightsError, match="not the requested 1x8 network with 18 input planes$"):
+        load_network(tmp_path / "se" / "checkpoint.pt", expect={"blocks": 1, "squeeze": 0})
+    with pytest.raises(ValueError, match="SE units is not rebuilt from its ONNX graph"):
+        import_onnx(path, [])

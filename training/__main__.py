@@ -82,6 +82,9 @@ def _split_options(command):
               help="With --init: the network may be smaller than --blocks x --filters; it is embedded in the larger "
                    "network so that training starts from the same function (new blocks as identities, new channels "
                    "at zero).")
+@click.option("--squeeze", default=0, show_default=True,
+              help="Squeeze-and-excitation units in every residual block, with a bottleneck of filters / this many "
+                   "units (Lc0's SE-ResNet; 0: none). With --init --grow an SE-less network gains them as identities.")
 @click.option("--max-minutes", default=0.0, show_default=True,
               help="Stop at a batch boundary after this long with a resumable checkpoint (0: no limit).")
 @click.option("--budget-minutes", default=0.0, show_default=True,

@@ -13,6 +13,9 @@ instead of spending its first hours relearning it.
   outputs are zero, whatever the convolution computes), and the weights that read
   new channels into old ones are zero; the convolutions that write new channels keep
   their random initialisation, which breaks the symmetry once training moves the scales.
+- **Squeeze-and-excitation**: SE units added to a network without them (or in appended
+  blocks) start with their last layer at zero: a scale of exactly 1 and a shift of 0.
+  An SE network can grow deeper, not wider (its scale and shift halves would mix).
 """
 
 from __future__ import annotations
@@ -22,16 +25,22 @@ import torch
 from training.model import PolicyValueNet
 
 
-def grow(small: PolicyValueNet, blocks: int, filters: int) -> PolicyValueNet:
-    """A ``blocks`` x ``filters`` network computing what ``small`` computes (up to float rounding).
+def grow(small: PolicyValueNet, blocks: int, filters: int, squeeze: int = 0) -> PolicyValueNet:
+    """A ``blocks`` x ``filters`` network (with SE units of ``squeeze`` where > 0) computing what ``small``
+    computes (up to float rounding).
 
-    ``small`` must be no deeper and no wider than the result; same input planes and value head.
+    ``small`` must be no deeper and no wider than the result; same input planes and value head; an SE network
+    keeps its ``squeeze`` and its width.
     """
     shape = small.shape
+    old_squeeze = shape.get("squeeze", 0)
     if blocks < shape["blocks"] or filters < shape["filters"]:
         raise ValueError(f"cannot grow a {shape['blocks']}x{shape['filters']} network into a smaller "
                          f"{blocks}x{filters} one")
-    big = PolicyValueNet(shape["planes"], blocks, filters, shape["value_hidden"])
+    if old_squeeze and (squeeze != old_squeeze or filters != shape["filters"]):
+        raise ValueError(f"an SE network (squeeze {old_squeeze}) grows deeper only, with the same squeeze and "
+                         f"{shape['filters']} filters")
+    big = PolicyValueNet(shape["planes"], blocks, filters, shape["value_hidden"], squeeze)
     state = big.state_dict()
     with torch.no_grad():
         for key, old in small.state_dict().items():
@@ -49,6 +58,9 @@ def grow(small: PolicyValueNet, blocks: int, filters: int) -> PolicyValueNet:
         for index in range(shape["blocks"], blocks):  # appended blocks start as identities
             state[f"tower.{index}.bn2.weight"].zero_()
             state[f"tower.{index}.bn2.bias"].zero_()
+        for index in range(0 if squeeze and not old_squeeze else shape["blocks"], blocks if squeeze else 0):
+            state[f"tower.{index}.se.expand.weight"].zero_()  # new SE units: scale 1, shift 0
+            state[f"tower.{index}.se.expand.bias"].zero_()
     big.load_state_dict(state)
     return big
 

@@ -74,6 +74,9 @@ def import_onnx(path: Path, calibration: Iterable[chess.Board]) -> dict:
     model_proto = onnx.load(str(path))
     meta = _metadata(model_proto, path)
     shape = meta["network"]
+    if shape.get("squeeze"):
+        raise ValueError(f"{path}: a network with SE units is not rebuilt from its ONNX graph; use the .pt it was "
+                         f"exported from")
     encoding = get_encoding(meta["encoding"])
     net = PolicyValueNet(**shape)
     initializers = {t.name: numpy_helper.to_array(t) for t in model_proto.graph.initializer}

@@ -40,7 +40,7 @@ from training.grow import grow
 from training.losses import SparsePolicy, gather_policy, soft_policy_loss, value_target, wdl_loss
 from training.model import PolicyValueNet
 from training.swa import WeightAverage
-from training.weights import WeightsError, load_network, save_weights, weights_of
+from training.weights import WeightsError, full_shape, load_network, save_weights, weights_of
 
 
 @dataclass
@@ -66,6 +66,7 @@ class TrainConfig:
     resume: bool = False
     init: str = ""  # start from this checkpoint's or weights file's network (fine-tuning)
     grow: bool = False  # the init network may be smaller: embedded in this run's shape (training.grow)
+    squeeze: int = 0  # > 0: squeeze-and-excitation units in every block (training.model)
     exclude: list[str] = field(default_factory=list)  # shard directories whose positions never train
     max_minutes: float = 0.0  # stop cleanly (resumable) after this long; 0: no limit
     budget_minutes: float = 0.0  # > 0: anneal over this much run time (training, validation), end there (epochs: a cap)
@@ -228,7 +229,7 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
     del arrays
     if train_set.size == 0:
         raise ValueError(f"no training positions in {', '.join(config.data)}")
-    model = PolicyValueNet(encoding.planes, config.blocks, config.filters).to(device)
+    model = PolicyValueNet(encoding.planes, config.blocks, config.filters, squeeze=config.squeeze).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     steps_per_epoch = max(1, train_set.size // config.batch_size)
     total_steps = steps_per_epoch * config.epochs
@@ -255,7 +256,7 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
     average = WeightAverage(config.swa_max_n) if config.swa_every > 0 else None
     checkpoint_path = out / "checkpoint.pt"
     if config.resume and checkpoint_path.exists():
-        resumed, state = load_network(checkpoint_path, expect=model.shape, device=device)
+        resumed, state = load_network(checkpoint_path, expect=full_shape(model.shape), device=device)
         if "optimizer" not in state:
             raise WeightsError(f"{checkpoint_path}: a weights file, not a training checkpoint: use --init")
         model.load_state_dict(resumed.state_dict())
@@ -272,11 +273,12 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
         start, _ = load_network(Path(config.init), expect={"planes": model.shape["planes"],
                                                            "value_hidden": model.shape["value_hidden"]})
         try:
-            model.load_state_dict(grow(start, model.shape["blocks"], model.shape["filters"]).state_dict())
+            model.load_state_dict(grow(start, config.blocks, config.filters, config.squeeze).state_dict())
         except ValueError as error:
             raise WeightsError(f"{config.init}: {error}") from None
     elif config.init:
-        model.load_state_dict(load_network(Path(config.init), expect=model.shape, device=device)[0].state_dict())
+        model.load_state_dict(load_network(Path(config.init), expect=full_shape(model.shape),
+                                           device=device)[0].state_dict())
     use_amp = device.type == "cuda"
     deadline = started + config.max_minutes * 60 if config.max_minutes else None
     loop_started = time.time()

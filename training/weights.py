@@ -52,18 +52,24 @@ def load_file(path: Path, device: str | torch.device = "cpu") -> dict:
 
 
 def describe(shape: dict) -> str:
-    return f"{shape.get('blocks')}x{shape.get('filters')} network with {shape.get('planes')} input planes"
+    squeeze = f" and SE units (squeeze {shape['squeeze']})" if shape.get("squeeze") else ""
+    return f"{shape.get('blocks')}x{shape.get('filters')} network with {shape.get('planes')} input planes{squeeze}"
+
+
+def full_shape(shape: dict) -> dict:
+    """``shape`` with every key a network has (files and networks without SE units leave ``squeeze`` out)."""
+    return {"squeeze": 0, **shape}
 
 
 def load_network(path: Path, expect: Optional[dict] = None, device: str | torch.device = "cpu"
                  ) -> tuple[PolicyValueNet, dict]:
     """(network in eval mode, file dictionary) of a checkpoint or weights file.
 
-    ``expect`` (a subset of the shape: planes, blocks, filters, value_hidden) must match the file's shape.
+    ``expect`` (a subset of the shape: planes, blocks, filters, value_hidden, squeeze) must match the file's shape.
     """
     state = load_file(path, device)
     shape = state["shape"]
-    if expect and any(shape.get(key) != value for key, value in expect.items()):
+    if expect and any(full_shape(shape).get(key) != value for key, value in expect.items()):
         raise WeightsError(f"{path} holds a {describe(shape)}, not the requested {describe({**shape, **expect})}")
     try:
         model = PolicyValueNet(**shape)
