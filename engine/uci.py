@@ -182,7 +182,7 @@ class UciEngine:
         self.tuning: dict[str, Any] = {}
         #: The same options as the GUI sent them (bench builds its own backend with them).
         self.tuning_text: dict[str, str] = {}
-        #: The notices told since the backend last loaded.
+        #: The backend's notices as they stood when last told (a notice that goes away and comes back is told again).
         self.told_notices: set[str] = set()
         self.tablebase: Optional[Tablebase] = None
         self.book_path: Optional[str] = None
@@ -261,7 +261,7 @@ class UciEngine:
 
     def _tell_notices(self, only_new: bool = False) -> None:
         """The loaded backend's notices (settings it cannot honour as asked), as info strings; ``only_new``: those
-        not told since the backend loaded (a later `setoption` of another knob does not repeat them)."""
+        not among the notices last told (a later `setoption` of another knob does not repeat them)."""
         notices = [notice for source in (self.evaluator, self.search) if source is not None
                    for notice in source.notices()]
         for notice in notices:

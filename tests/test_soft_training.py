@@ -21,7 +21,7 @@ from training import shards  # noqa: E402
 from training.evaluate import evaluate_network  # noqa: E402
 from training.export import export_resnet  # noqa: E402
 from training.losses import gather_policy, soft_policy_loss  # noqa: E402
-from training.train import TrainConfig, load_data, mirror_half, train  # noqa: E402
+from training.train import TrainConfig, load_data, mirror_half, run_finished, train  # noqa: E402
 from training.weights import WeightsError, load_file, load_network  # noqa: E402
 
 
@@ -104,15 +104,20 @@ def test_a_time_budget_anneals_to_its_end_and_finishes_the_run_mid_epoch(tmp_pat
     config = TrainConfig(data=[str(tmp_path / "shards")], out=str(tmp_path / "run"), blocks=1, filters=8,
                          epochs=10000, batch_size=8, lr=1e-3, device="cpu", budget_minutes=0.01, max_minutes=1e-6)
     state = load_file(train(config, progress=False))  # the step limit comes first: one batch, resumable
-    assert not state["finished"] and (state["epoch"], state["batch"]) == (0, 1) and state["run_seconds"] > 0
+    assert (state["epoch"], state["batch"]) == (0, 1) and not run_finished(state, config)
     config.max_minutes, config.resume = 0.0, True
     checkpoint = train(config, progress=False)
     state = load_file(checkpoint)
-    assert state["finished"] and 1 <= state["epoch"] < 10000 and state["run_seconds"] >= 0.6
+    assert run_finished(state, config) and 1 <= state["epoch"] < 10000 and state["run_seconds"] >= 0.6
     assert state["optimizer"]["param_groups"][0]["lr"] < 0.1 * config.lr  # annealed by the end of the budget
     assert len(state["history"]) == state["epoch"] and state["history"][-1]["train_samples"] <= 200
     train(config, progress=False)  # a finished run stays as it is
     assert load_file(checkpoint)["epoch"] == state["epoch"]
+    # the epochs' cap before the budget: the schedule ends with the last epoch
+    capped = TrainConfig(data=config.data, out=str(tmp_path / "capped"), blocks=1, filters=8, epochs=2,
+                         batch_size=8, lr=1e-3, device="cpu", budget_minutes=60)
+    state = load_file(train(capped, progress=False))
+    assert state["epoch"] == 2 and state["optimizer"]["param_groups"][0]["lr"] < 0.1 * capped.lr
 
 
 def test_validate_reproduces_the_runs_validation_figures(tiny_network, tmp_path):

@@ -83,6 +83,8 @@ def run_bounded(command: list[str], seconds: float) -> bool:
                                            "larger network, which starts from the same function (training.grow).")
 @click.option("--blocks", default=6, show_default=True)
 @click.option("--filters", default=64, show_default=True)
+@click.option("--squeeze", default=0, show_default=True,
+              help="Squeeze-and-excitation units in every block (train --squeeze; 0: none).")
 @click.option("--epochs", default=10, show_default=True)
 @click.option("--batch-size", default=1024, show_default=True)
 @click.option("--lr", default=2e-3, show_default=True)
@@ -96,7 +98,7 @@ def run_bounded(command: list[str], seconds: float) -> bool:
 @click.option("--mirror", is_flag=True,
               help="Also train on positions without castling rights mirrored a-file <-> h-file (train --mirror).")
 @click.option("--budget-minutes", default=0.0, show_default=True,
-              help="Train for this much training time over all steps, annealed to its end (train --budget-minutes; "
+              help="Train for this much time over all steps, the schedule run over it (train --budget-minutes; "
                    "--epochs is then a cap): a lease of fixed length ends with a finished network (0: by epochs).")
 @click.option("--device", default="auto", show_default=True)
 def main(**options) -> None:
@@ -109,8 +111,8 @@ def step(sources: tuple[Path, ...], out: Path, engine: str, minutes: float, deli
          selfplay_games: int, selfplay_nodes: int, selfplay_random_plies: int, nodes: int, multipv: int,
          per_game: int, min_ply: int, workers: int, seed: int, extra_data: tuple[Path, ...],
          test_dir: Optional[Path], init: str, grow: bool, blocks: int, filters: int, epochs: int, batch_size: int,
-         lr: float, result_weight: float, temperature: float, swa_every: int, mirror: bool, budget_minutes: float,
-         device: str) -> None:
+         squeeze: int, lr: float, result_weight: float, temperature: float, swa_every: int, mirror: bool,
+         budget_minutes: float, device: str) -> None:
     """The next piece of work, within ``minutes``."""
     from training.label import LabelConfig, label
     from training.train import TrainConfig, run_finished, train
@@ -143,7 +145,7 @@ def step(sources: tuple[Path, ...], out: Path, engine: str, minutes: float, deli
                                     "--nodes", str(selfplay_nodes), "--random-plies", str(selfplay_random_plies),
                                     "--workers", str(workers), "--seed", str(seed)], left())
             if not finished:
-                return finish_step("self-play stopped at the time budget: run the same command again")
+                return finish_step("self-play stopped at this step's --minutes: run the same command again")
             status["selfplay"] = True
         sources += (pgn,)
     if sources and not status.get("labelled"):
@@ -152,7 +154,7 @@ def step(sources: tuple[Path, ...], out: Path, engine: str, minutes: float, deli
                                     exclude=[test_dir] if test_dir else [], max_minutes=max(0.01, left() / 60)),
                         command_line=shlex.join(sys.argv))
         if summary.stopped:
-            return finish_step("labelling stopped at the time budget: run the same command again")
+            return finish_step("labelling stopped at this step's --minutes: run the same command again")
         status["labelled"] = True
     data = [str(labels)] if sources else []
     for source in extra_data:
@@ -162,13 +164,13 @@ def step(sources: tuple[Path, ...], out: Path, engine: str, minutes: float, deli
         raise click.UsageError("nothing to train on: give PGN/EPD sources, --selfplay-games or --data")
     run_dir = out / "run"
     if not status.get("trained"):
-        checkpoint = train(TrainConfig(data=data, out=str(run_dir), blocks=blocks, filters=filters, epochs=epochs,
-                                       batch_size=batch_size, lr=lr, result_weight=result_weight,
-                                       temperature=temperature, device=device, swa_every=swa_every, swa_max_n=0,
-                                       mirror=mirror, resume=True, init=init, grow=grow, budget_minutes=budget_minutes,
-                                       exclude=[str(test_dir)] if test_dir else [], max_minutes=max(0.01, left() / 60)))
-        if not run_finished(load_file(checkpoint), epochs):
-            return finish_step("training stopped at the time budget: run the same command again")
+        config = TrainConfig(data=data, out=str(run_dir), blocks=blocks, filters=filters, squeeze=squeeze,
+                             epochs=epochs, batch_size=batch_size, lr=lr, result_weight=result_weight,
+                             temperature=temperature, device=device, swa_every=swa_every, swa_max_n=0, mirror=mirror,
+                             resume=True, init=init, grow=grow, budget_minutes=budget_minutes,
+                             exclude=[str(test_dir)] if test_dir else [], max_minutes=max(0.01, left() / 60))
+        if not run_finished(load_file(train(config)), config):
+            return finish_step("training stopped at this step's --minutes: run the same command again")
         status["trained"] = True
     finish(out, run_dir, test_dir, init)
     status["done"] = True

@@ -88,9 +88,9 @@ def _split_options(command):
 @click.option("--max-minutes", default=0.0, show_default=True,
               help="Stop at a batch boundary after this long with a resumable checkpoint (0: no limit).")
 @click.option("--budget-minutes", default=0.0, show_default=True,
-              help="Length of the run in training time, summed over resumed steps: the learning rate anneals to "
-                   "zero over it and the run ends there, mid-epoch if need be (--epochs is then a cap; 0: the "
-                   "epochs' steps set the schedule).")
+              help="Length of the run in minutes spent training and validating, summed over resumed steps: the "
+                   "learning-rate schedule runs over it (or over the epochs, if --epochs, then a cap, ends the run "
+                   "first) and the run ends there, mid-epoch if need be (0: the epochs' steps set the schedule).")
 @click.option("--swa-every", default=0, show_default=True,
               help="Every this many steps fold the weights into a running mean (stochastic weight averaging, as "
                    "Lc0's swa_steps), validated each epoch and written as OUT/swa.pt (0: off).")

@@ -15,7 +15,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from training.weights import WeightsError, describe, load_file, weights_of
+from training.weights import WeightsError, describe, full_shape, load_file, weights_of
 
 
 class WeightAverage:
@@ -73,7 +73,7 @@ def average_files(paths: Sequence[Path], shares: Sequence[float] = ()) -> dict:
         raise ValueError(f"give one positive share per network, summing to 1 (got {shares} for {len(paths)})")
     states = [load_file(path) for path in paths]
     for path, state in zip(paths[1:], states[1:]):
-        if state["shape"] != states[0]["shape"]:
+        if full_shape(state["shape"]) != full_shape(states[0]["shape"]):
             raise WeightsError(f"{path} holds a {describe(state['shape'])}, {paths[0]} a "
                                f"{describe(states[0]['shape'])}: only networks of one shape can be averaged")
     model = {}

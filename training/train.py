@@ -10,10 +10,10 @@ GPU is fed without a CPU data-loader bottleneck; on CPU the same code runs with
 two threads. ``max_minutes`` stops at a batch boundary with a resumable
 checkpoint, mid-epoch if need be, so a run can proceed in short steps.
 ``budget_minutes`` sets the length of the run by time instead of steps: the
-learning rate anneals to zero over that much time spent training and
-validating (summed over resumed steps) and the run ends there, mid-epoch if need be (``epochs`` is then
-a cap), so a lease of fixed length ends with an annealed network whatever the
-machine's speed.
+learning-rate schedule runs over that much time spent training and validating
+(summed over resumed steps), or over the epochs' steps if ``epochs`` (then a
+cap) ends it first, and the run ends there, mid-epoch if need be, so a lease of
+fixed length ends with an annealed network whatever the machine's speed.
 ``swa_every`` keeps a running mean of the weights (training.swa), validated
 beside the network each epoch and written as the weights file ``swa.pt``.
 ``mirror`` shows half the positions without castling rights mirrored a-file <->
@@ -40,7 +40,7 @@ from training.grow import grow
 from training.losses import SparsePolicy, gather_policy, soft_policy_loss, value_target, wdl_loss
 from training.model import PolicyValueNet
 from training.swa import WeightAverage
-from training.weights import WeightsError, full_shape, load_network, save_weights, weights_of
+from training.weights import WeightsError, full_shape, load_file, load_network, save_weights, weights_of
 
 
 @dataclass
@@ -69,7 +69,7 @@ class TrainConfig:
     squeeze: int = 0  # > 0: squeeze-and-excitation units in every block (training.model)
     exclude: list[str] = field(default_factory=list)  # shard directories whose positions never train
     max_minutes: float = 0.0  # stop cleanly (resumable) after this long; 0: no limit
-    budget_minutes: float = 0.0  # > 0: anneal over this much run time (training, validation), end there (epochs: a cap)
+    budget_minutes: float = 0.0  # > 0: schedule over this much run time (training, validation); epochs: a cap
     swa_every: int = 0  # > 0: fold the weights into a running mean every this many steps (Lc0's swa_steps)
     swa_max_n: int = 10  # the newest snapshot weighs 1 / (min(n, swa_max_n) + 1); 0: a plain mean
     mirror: bool = False  # train on half the positions without castling rights mirrored a-file <-> h-file
@@ -200,9 +200,11 @@ class Data:
         return x, policy, value, weight
 
 
-def run_finished(state: dict, epochs: int) -> bool:
-    """Whether a checkpoint's run is over: every epoch done, or its time budget spent."""
-    return bool(state.get("finished")) or state["epoch"] >= epochs
+def run_finished(state: dict, config: TrainConfig) -> bool:
+    """Whether a checkpoint's run is over for ``config``: every epoch done, or its time budget spent (a larger
+    ``epochs`` or ``budget_minutes`` extends it)."""
+    return state["epoch"] >= config.epochs or bool(
+        config.budget_minutes and state.get("run_seconds", 0.0) >= config.budget_minutes * 60)
 
 
 def train(config: TrainConfig, progress: bool = True) -> Path:
@@ -218,6 +220,10 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
         torch.set_num_threads(max(1, min(torch.get_num_threads(), 2)))
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
+    checkpoint_path = out / "checkpoint.pt"
+    if config.resume and checkpoint_path.exists() and run_finished(load_file(checkpoint_path), config):
+        print(f"{checkpoint_path}: this run is already over")
+        return checkpoint_path
     arrays, meta = load_data(config)
     encoding = get_encoding(meta["encoding"])
     is_val = validation_mask(arrays["game"], arrays["key"], config.validation)
@@ -241,8 +247,8 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
         over its time (``seconds`` of it spent)."""
         if step < warmup:
             return config.lr * (step + 1) / warmup
-        if budget_seconds:
-            done = min(1.0, seconds / budget_seconds)
+        if budget_seconds:  # whichever ends the run first: its time or its last epoch
+            done = min(1.0, max(seconds / budget_seconds, step / max(1, total_steps)))
             if config.schedule == "step":
                 return config.lr * (0.1 ** min(2, int(3 * done)))
             return config.lr * 0.5 * (1 + math.cos(math.pi * done))
@@ -254,16 +260,12 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
     start_epoch, start_batch, running = 0, 0, []
     resumed_seconds = 0.0  # the run's time before this step (see run_seconds)
     average = WeightAverage(config.swa_max_n) if config.swa_every > 0 else None
-    checkpoint_path = out / "checkpoint.pt"
     if config.resume and checkpoint_path.exists():
         resumed, state = load_network(checkpoint_path, expect=full_shape(model.shape), device=device)
         if "optimizer" not in state:
             raise WeightsError(f"{checkpoint_path}: a weights file, not a training checkpoint: use --init")
         model.load_state_dict(resumed.state_dict())
         optimizer.load_state_dict(state["optimizer"])
-        if run_finished(state, config.epochs):
-            print(f"{checkpoint_path}: this run is already over")
-            return checkpoint_path
         start_epoch, start_batch = state["epoch"], state.get("batch", 0)
         history, running = state["history"], state.get("running", [])
         resumed_seconds = state.get("run_seconds", 0.0)
@@ -287,10 +289,11 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
         """Seconds the run has spent training and validating, over every resumed step (what a budget counts)."""
         return resumed_seconds + time.time() - loop_started
 
-    def save(epoch: int, batch: int, finished: bool = False) -> None:
+    def save(epoch: int, batch: int, seconds: Optional[float] = None) -> None:
+        """The checkpoint, with the run's seconds so far (``seconds``: as of an earlier moment, e.g. a decision)."""
         temporary = checkpoint_path.with_name("checkpoint.pt.tmp")
         torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
-                    "batch": batch, "finished": finished, "run_seconds": run_seconds(),
+                    "batch": batch, "run_seconds": run_seconds() if seconds is None else seconds,
                     "running": running, "history": history, "config": asdict(config),
                     "shape": model.shape, "meta": meta,
                     **({"swa": average.to_dict()} if average is not None else {})}, temporary)
@@ -357,10 +360,11 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
                                      "config": asdict(config), "history": history + [metrics]}), out / "swa.pt")
         history.append(metrics)
         print(json.dumps(metrics))
-        save(epoch + 1, 0, finished=budget_spent)
+        seconds = run_seconds()  # the run ends here if its budget is spent, and the checkpoint says so
+        save(epoch + 1, 0, seconds)
         (out / "history.json").write_text(json.dumps(history, indent=2))
         plot_history(history, out / "curves.png")
-        if budget_spent:
+        if budget_seconds and seconds >= budget_seconds:
             break
     return checkpoint_path
 

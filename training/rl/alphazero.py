@@ -230,7 +230,7 @@ class Run:
         shape = load_file(Path(self.state["trainee"]))["shape"]
         data = [str(self.folder(i) / "games") for i in range(max(1, iteration - config.window + 1), iteration + 1)]
         return train(TrainConfig(data=data, out=str(self.folder(iteration) / "train"), blocks=shape["blocks"],
-                                 filters=shape["filters"], epochs=config.epochs, batch_size=config.batch_size,
+                                 filters=shape["filters"], squeeze=shape.get("squeeze", 0), epochs=config.epochs, batch_size=config.batch_size,
                                  lr=config.lr, device=config.device, seed=config.seed + iteration,
                                  init=self.state["trainee"], resume=True))
 
