@@ -22,7 +22,7 @@ from training.evaluate import evaluate_network  # noqa: E402
 from training.export import export_resnet  # noqa: E402
 from training.losses import gather_policy, soft_policy_loss  # noqa: E402
 from training.train import TrainConfig, load_data, mirror_half, run_finished, train  # noqa: E402
-from training.weights import WeightsError, load_file, load_network  # noqa: E402
+from training.weights import WeightsError, load_file, load_network, save_weights, weights_of  # noqa: E402
 
 
 def test_sparse_soft_policy_loss_matches_the_dense_one():
@@ -118,6 +118,10 @@ def test_a_time_budget_anneals_to_its_end_and_finishes_the_run_mid_epoch(tmp_pat
                          batch_size=8, lr=1e-3, device="cpu", budget_minutes=60)
     state = load_file(train(capped, progress=False))
     assert state["epoch"] == 2 and state["optimizer"]["param_groups"][0]["lr"] < 0.1 * capped.lr
+    save_weights(weights_of(state), tmp_path / "capped" / "checkpoint.pt")  # a weights file where a run's should be
+    capped.resume = True
+    with pytest.raises(WeightsError, match="a weights file, not a training checkpoint"):
+        train(capped, progress=False)
 
 
 def test_validate_reproduces_the_runs_validation_figures(tiny_network, tmp_path):

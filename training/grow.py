@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import torch
 
-from training.model import PolicyValueNet
+from training.model import PolicyValueNet, full_shape
 
 
 def grow(small: PolicyValueNet, blocks: int, filters: int, squeeze: int = 0) -> PolicyValueNet:
@@ -33,7 +33,7 @@ def grow(small: PolicyValueNet, blocks: int, filters: int, squeeze: int = 0) -> 
     keeps its ``squeeze`` and its width.
     """
     shape = small.shape
-    old_squeeze = shape.get("squeeze", 0)
+    old_squeeze = full_shape(shape)["squeeze"]
     if blocks < shape["blocks"] or filters < shape["filters"]:
         raise ValueError(f"cannot grow a {shape['blocks']}x{shape['filters']} network into a smaller "
                          f"{blocks}x{filters} one")

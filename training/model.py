@@ -21,6 +21,11 @@ from torch import nn
 from torch.nn import functional as F
 
 
+def full_shape(shape: dict) -> dict:
+    """``shape`` with every key a network has (files and networks without SE units leave ``squeeze`` out)."""
+    return {"squeeze": 0, **shape}
+
+
 class SqueezeExcitation(nn.Module):
     """Per-channel scale 2 sigmoid(w) and shift b from the board-wide mean of each channel."""
 

@@ -15,7 +15,8 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from training.weights import WeightsError, describe, full_shape, load_file, weights_of
+from training.model import full_shape
+from training.weights import WeightsError, describe, load_file, weights_of
 
 
 class WeightAverage:

@@ -38,9 +38,9 @@ from training import shards
 from training.evaluate import batch_sums, finish
 from training.grow import grow
 from training.losses import SparsePolicy, gather_policy, soft_policy_loss, value_target, wdl_loss
-from training.model import PolicyValueNet
+from training.model import PolicyValueNet, full_shape
 from training.swa import WeightAverage
-from training.weights import WeightsError, full_shape, load_file, load_network, save_weights, weights_of
+from training.weights import WeightsError, load_file, load_network, network_of, save_weights, weights_of
 
 
 @dataclass
@@ -221,7 +221,10 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     checkpoint_path = out / "checkpoint.pt"
-    if config.resume and checkpoint_path.exists() and run_finished(load_file(checkpoint_path), config):
+    resumed = load_file(checkpoint_path, device) if config.resume and checkpoint_path.exists() else None
+    if resumed is not None and "optimizer" not in resumed:
+        raise WeightsError(f"{checkpoint_path}: a weights file, not a training checkpoint: use --init")
+    if resumed is not None and run_finished(resumed, config):  # before reading any data
         print(f"{checkpoint_path}: this run is already over")
         return checkpoint_path
     arrays, meta = load_data(config)
@@ -249,28 +252,26 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
             return config.lr * (step + 1) / warmup
         if budget_seconds:  # whichever ends the run first: its time or its last epoch
             done = min(1.0, max(seconds / budget_seconds, step / max(1, total_steps)))
-            if config.schedule == "step":
-                return config.lr * (0.1 ** min(2, int(3 * done)))
-            return config.lr * 0.5 * (1 + math.cos(math.pi * done))
+            drops = min(2, int(3 * done))
+        else:
+            done = (step - warmup) / max(1, total_steps - warmup)
+            drops = 3 * step // max(1, total_steps)
         if config.schedule == "step":
-            return config.lr * (0.1 ** (3 * step // max(1, total_steps)))
-        return config.lr * 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total_steps - warmup)))
+            return config.lr * (0.1 ** drops)
+        return config.lr * 0.5 * (1 + math.cos(math.pi * done))
 
     history: list[dict] = []
     start_epoch, start_batch, running = 0, 0, []
     resumed_seconds = 0.0  # the run's time before this step (see run_seconds)
     average = WeightAverage(config.swa_max_n) if config.swa_every > 0 else None
-    if config.resume and checkpoint_path.exists():
-        resumed, state = load_network(checkpoint_path, expect=full_shape(model.shape), device=device)
-        if "optimizer" not in state:
-            raise WeightsError(f"{checkpoint_path}: a weights file, not a training checkpoint: use --init")
-        model.load_state_dict(resumed.state_dict())
-        optimizer.load_state_dict(state["optimizer"])
-        start_epoch, start_batch = state["epoch"], state.get("batch", 0)
-        history, running = state["history"], state.get("running", [])
-        resumed_seconds = state.get("run_seconds", 0.0)
-        if average is not None and "swa" in state:
-            average = WeightAverage.from_dict(state["swa"])
+    if resumed is not None:
+        model.load_state_dict(network_of(resumed, checkpoint_path, full_shape(model.shape), device).state_dict())
+        optimizer.load_state_dict(resumed["optimizer"])
+        start_epoch, start_batch = resumed["epoch"], resumed.get("batch", 0)
+        history, running = resumed["history"], resumed.get("running", [])
+        resumed_seconds = resumed.get("run_seconds", 0.0)
+        if average is not None and "swa" in resumed:
+            average = WeightAverage.from_dict(resumed["swa"])
     elif config.init and config.grow:
         start, _ = load_network(Path(config.init), expect={"planes": model.shape["planes"],
                                                            "value_hidden": model.shape["value_hidden"]})

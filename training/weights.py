@@ -15,7 +15,7 @@ from typing import Optional
 
 import torch
 
-from training.model import PolicyValueNet
+from training.model import PolicyValueNet, full_shape
 
 FORMAT = "hackmate-resnet"
 VERSION = 1
@@ -56,11 +56,6 @@ def describe(shape: dict) -> str:
     return f"{shape.get('blocks')}x{shape.get('filters')} network with {shape.get('planes')} input planes{squeeze}"
 
 
-def full_shape(shape: dict) -> dict:
-    """``shape`` with every key a network has (files and networks without SE units leave ``squeeze`` out)."""
-    return {"squeeze": 0, **shape}
-
-
 def load_network(path: Path, expect: Optional[dict] = None, device: str | torch.device = "cpu"
                  ) -> tuple[PolicyValueNet, dict]:
     """(network in eval mode, file dictionary) of a checkpoint or weights file.
@@ -68,6 +63,13 @@ def load_network(path: Path, expect: Optional[dict] = None, device: str | torch.
     ``expect`` (a subset of the shape: planes, blocks, filters, value_hidden, squeeze) must match the file's shape.
     """
     state = load_file(path, device)
+    return network_of(state, path, expect, device), state
+
+
+def network_of(state: dict, path: Path, expect: Optional[dict] = None, device: str | torch.device = "cpu"
+               ) -> PolicyValueNet:
+    """The network (in eval mode) of a file dictionary that :func:`load_file` read from ``path``; ``expect`` as
+    :func:`load_network`'s."""
     shape = state["shape"]
     if expect and any(full_shape(shape).get(key) != value for key, value in expect.items()):
         raise WeightsError(f"{path} holds a {describe(shape)}, not the requested {describe({**shape, **expect})}")
@@ -77,7 +79,7 @@ def load_network(path: Path, expect: Optional[dict] = None, device: str | torch.
     except (TypeError, RuntimeError) as error:
         raise WeightsError(f"{path}: its weights do not fit its declared shape {shape} ({error})") from None
     model.to(device).eval()
-    return model, state
+    return model
 
 
 def weights_of(state: dict) -> dict:

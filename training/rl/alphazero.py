@@ -224,14 +224,16 @@ class Run:
 
     def train(self, iteration: int) -> Path:
         """Train the candidate (resumable: a finished run returns at once)."""
+        from training.model import full_shape
         from training.train import TrainConfig, train
         from training.weights import load_file
         config = self.config
         shape = load_file(Path(self.state["trainee"]))["shape"]
         data = [str(self.folder(i) / "games") for i in range(max(1, iteration - config.window + 1), iteration + 1)]
         return train(TrainConfig(data=data, out=str(self.folder(iteration) / "train"), blocks=shape["blocks"],
-                                 filters=shape["filters"], squeeze=shape.get("squeeze", 0), epochs=config.epochs, batch_size=config.batch_size,
-                                 lr=config.lr, device=config.device, seed=config.seed + iteration,
+                                 filters=shape["filters"], squeeze=full_shape(shape)["squeeze"], epochs=config.epochs,
+                                 batch_size=config.batch_size, lr=config.lr, device=config.device,
+                                 seed=config.seed + iteration,
                                  init=self.state["trainee"], resume=True))
 
     def gate(self, iteration: int, candidate: Path) -> dict:
