@@ -83,8 +83,11 @@ def network_of(state: dict, path: Path, expect: Optional[dict] = None, device: s
 
 
 def weights_of(state: dict) -> dict:
-    """The shipped-weights dictionary of a checkpoint (or weights) dictionary: no optimiser, no position."""
-    return {"format": FORMAT, "version": VERSION, **{key: state[key] for key in KEYS}}
+    """The shipped-weights dictionary of a checkpoint (or weights) dictionary: no optimiser, no position, and
+    every tensor on the CPU, so that a file written on a GPU loads anywhere, also with a plain ``torch.load``."""
+    weights = {"format": FORMAT, "version": VERSION, **{key: state[key] for key in KEYS}}
+    weights["model"] = {name: tensor.detach().cpu() for name, tensor in weights["model"].items()}
+    return weights
 
 
 def save_weights(weights: dict, out: Path) -> Path:
