@@ -9,9 +9,9 @@
 #      speed; --epochs only caps it), with a running mean of the weights; a later call keeps the first's budget;
 #   3. both exported and measured on the test set, and delivered.
 # A call stopped early says "run the same command again": the next call resumes where it stopped.
-# With PLAY_MIN > 0 (a longer lease) a first call plays fresh Stockfish self-play with [%eval] for PLAY_MIN minutes
-# on all cores but two (4,000 nodes, 6 random plies, as the October network's own games; needs stockfish.xz in the
-# carry) and the later calls train on those games too.
+# With PLAY_MIN > 0 the call first plays fresh Stockfish self-play with [%eval] for PLAY_MIN minutes on all cores
+# but two (4,000 nodes, 6 random plies, as the October network's own games; needs stockfish.xz in the carry), then
+# trains on those games too for the time left (a later call trains on them without playing again).
 # Back in $OUT: A.pt, B.pt (weights; `python -m training export` makes the ONNX), A-swa.pt and B-swa.pt (the running
 # means, training/swa.py), reports.tar (report.json with the test-set figures of the network, its mean and the
 # shipped one, logs, curves) and, after self-play, sfgen.pgn.xz.* (the games).
@@ -48,7 +48,6 @@ unpack_engine(Path('$CARRY/stockfish.xz'), Path('$WORK'))"
   cat $WORK/sfgen.pgn.part* $WORK/sfgen.pgn 2>/dev/null > $WORK/sfgen-all.pgn
   echo "self-play games: $(grep -c '^\[Result' $WORK/sfgen-all.pgn)"
   touch $WORK/union-play.done
-  echo "union: self-play done: run the same command again"; exit 0
 fi
 
 # 1. the data, once (each step at once on its own cores)
