@@ -59,7 +59,7 @@ def bench(ctx: click.Context, nodes: Optional[int], all_backends: bool, threads:
     minibatch size) and the search's nodes per second as a share of the better one (docs/bench.md).
     """
     from engine.bench import run_bench
-    from evaluators.options import OptionError
+    from hackmate_core.options import OptionError
     options = {}
     for setting in settings:
         name, equals, value = setting.partition("=")

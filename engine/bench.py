@@ -22,7 +22,7 @@ from engine.backends import NATURAL_SEARCH, apply_hash, build_evaluator, build_s
 from engine.options import ENGINE_OPTIONS
 from evaluators.base import unwrap
 from evaluators.onnx_model import KIND_KEY, open_session
-from evaluators.options import OptionError
+from hackmate_core.options import OptionError
 from search.base import SearchControl
 
 #: A spread of openings, middlegames and endgames (the first ones of Stockfish's bench set).

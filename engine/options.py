@@ -1,7 +1,7 @@
 """The engine's own UCI options, and the current values of every option by case-insensitive name.
 
 Evaluators, wrappers and searches declare their tuning options themselves
-(see :mod:`evaluators.options`); the UCI layer lists both kinds.
+(see :mod:`hackmate_core.options`); the UCI layer lists both kinds.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Iterator, Optional
 
-from evaluators.options import Option, OptionError
+from hackmate_core.options import Option, OptionError
 
 #: Most threads a GUI may ask for.
 MAX_THREADS = 128

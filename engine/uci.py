@@ -41,10 +41,10 @@ from engine.backends import (DEFAULT_EVALUATOR, EVALUATOR_NAMES, NATURAL_SEARCH,
                              BackendError, apply_hash, build_evaluator, build_search)
 from engine.options import ENGINE_OPTIONS, OptionSet
 from engine.timeman import GoParams, allocate
-from evaluators import rules
+from hackmate_core import exchange, rules, score
 from evaluators.base import LoadError
-from evaluators.options import Option, OptionError
-from evaluators.tablebase import Tablebase
+from hackmate_core.options import Option, OptionError
+from hackmate_core.tablebase import Tablebase
 from search.base import Search, SearchControl, SearchInfo, SearchResult
 
 #: Numbers in `go` are clamped to this magnitude (a GUI's "huge" stays huge, arithmetic stays finite).
@@ -54,7 +54,7 @@ MAX_GO_NUMBER = 2 ** 53
 def format_info(info: SearchInfo, show_wdl: bool) -> str:
     """A Stockfish-style `info` line; every search's lines have the same fields in the same order:
     depth seldepth multipv score [bound] [wdl] nodes nps hashfull tbhits time pv."""
-    kind, value = rules.uci_score(info.score)
+    kind, value = score.uci_score(info.score)
     parts = [f"info depth {info.depth} seldepth {info.seldepth} multipv {info.multipv} score {kind} {value}"]
     if info.bound:
         parts.append(info.bound)
@@ -149,11 +149,11 @@ def fallback_move(board: chess.Board) -> Optional[chess.Move]:
     mate = rules.mate_in_one(board, moves)
     if mate is not None:
         return mate
-    captures = [(rules.see(board, move), move) for move in moves if board.is_capture(move)]
+    captures = [(exchange.see(board, move), move) for move in moves if board.is_capture(move)]
     best_capture = max(captures, key=lambda pair: pair[0], default=None)
     if best_capture is not None and best_capture[0] > 0:
         return best_capture[1]
-    quiet = [move for move in moves if not board.is_capture(move) and rules.see(board, move) >= 0]
+    quiet = [move for move in moves if not board.is_capture(move) and exchange.see(board, move) >= 0]
     return (quiet or moves or [None])[0]
 
 

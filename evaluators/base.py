@@ -24,8 +24,9 @@ from typing import Any, Hashable, Optional, Sequence, Union
 
 import chess
 
-from evaluators.options import Configurable, Option
-from evaluators.score import q_to_cp
+from hackmate_core.boards import transposition_key
+from hackmate_core.options import Configurable, Option
+from hackmate_core.score import q_to_cp
 
 #: Legal moves of each board of a batch, when the caller has generated them already (same order as the boards).
 MoveLists = Optional[Sequence[Sequence[chess.Move]]]
@@ -90,7 +91,7 @@ class Evaluator(Configurable, ABC):
     Subclasses implement :meth:`centipawns` (cheap, used by alpha-beta) and
     :meth:`evaluate`, and may override :meth:`evaluate_batch` to evaluate many
     leaves in one call (used by PUCT to amortise neural-network inference).
-    Tuning knobs are declared in ``OPTIONS`` (see :mod:`evaluators.options`).
+    Tuning knobs are declared in ``OPTIONS`` (see :mod:`hackmate_core.options`).
     """
 
     name: str = "abstract"
@@ -145,7 +146,7 @@ class Evaluator(Configurable, ABC):
 
     def cache_key(self, board: chess.Board) -> Hashable:
         """What the evaluation of ``board`` depends on (a cache's key): the position and the fifty-move clock."""
-        return board._transposition_key(), min(board.halfmove_clock, 100)
+        return transposition_key(board), min(board.halfmove_clock, 100)
 
     def set_threads(self, threads: int) -> None:
         """Use at most this many CPU threads (networks set their runtime's thread pool)."""

@@ -13,7 +13,7 @@ Both are taken from the board while the search stands on it (the ``prepare``
 stage) in one pass over the legal moves (:func:`evaluators.material.tactical_gains`:
 bitboard tests pick out the few captures, promotions and checks), and only
 captures that could beat the best exchange found so far get a static exchange
-evaluation (:func:`evaluators.rules.see`), so a quiet position costs little
+evaluation (:func:`hackmate_core.exchange.see`), so a quiet position costs little
 more than the move loop.
 """
 
@@ -26,9 +26,10 @@ import chess
 from evaluators.base import (Evaluation, Evaluator, EvaluatorWrapper, MoveLists, Request, evaluate_in_stages,
                              value_centipawns)
 from evaluators.material import MaterialEvaluator, gain_softmax, quiescence_cp, tactical_gains
-from evaluators.options import Option
-from evaluators.rules import checking_moves, see
-from evaluators.score import cp_to_q
+from hackmate_core.options import Option
+from hackmate_core.exchange import see
+from hackmate_core.rules import checking_moves
+from hackmate_core.score import cp_to_q
 
 
 def best_exchange_cp(board: chess.Board, moves: Sequence[chess.Move]) -> int:

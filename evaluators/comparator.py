@@ -26,7 +26,7 @@ import numpy as np
 from evaluators.base import Comparator, LoadError
 from evaluators.bits773 import INPUT_SIZE, active_features, move_delta
 from evaluators.onnx_model import open_session
-from evaluators.options import Option
+from hackmate_core.options import Option
 
 KIND = "deepchess-comparator"
 #: Positions per matrix product (see _in_blocks).

@@ -19,7 +19,7 @@ from evaluators.base import Evaluation, Evaluator, LoadError, MoveLists, value_c
 from evaluators.encoding import ENCODINGS, assemble, get_encoding
 from evaluators.moves import move_to_index
 from evaluators.onnx_model import open_session
-from evaluators.options import Option
+from hackmate_core.options import Option
 
 KIND = "dqn-q-network"
 

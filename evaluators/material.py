@@ -12,8 +12,9 @@ from typing import Optional, Sequence
 import chess
 
 from evaluators.base import Evaluation, Evaluator
-from evaluators.rules import PIECE_VALUES, checking_moves, mvv_lva
-from evaluators.score import cp_to_q
+from hackmate_core.exchange import PIECE_VALUES, mvv_lva
+from hackmate_core.rules import checking_moves
+from hackmate_core.score import cp_to_q
 
 #: Softmax temperature (in centipawns) of the heuristic move priors.
 PRIOR_TEMPERATURE_CP = 150.0
@@ -27,7 +28,7 @@ def tactical_gains(board: chess.Board, moves: Sequence[chess.Move], checks: Sequ
 
     A capture gains the piece taken less a tenth of the capturing piece, a
     promotion the new piece less the pawn, a check (``checks``: which moves
-    give check, see :func:`evaluators.rules.checking_moves`) ``CHECK_BONUS_CP``.
+    give check, see :func:`hackmate_core.rules.checking_moves`) ``CHECK_BONUS_CP``.
     Only captures and promotions, picked out by a bitboard test, are looked at
     move by move.
     """
@@ -155,7 +156,7 @@ def quiescence_cp(evaluator: MaterialEvaluator, board: chess.Board, budget: int 
     """Material after the capture sequence (side to move's view), searching at most ``budget`` nodes.
 
     A cheap tactical correction for evaluators that do not see hanging pieces:
-    stand pat or capture, in :func:`evaluators.rules.mvv_lva` order.
+    stand pat or capture, in :func:`hackmate_core.exchange.mvv_lva` order.
     """
     return quiescence_line(evaluator, board, budget)[0]
 

@@ -33,7 +33,7 @@ from evaluators.base import Evaluation, Evaluator, LoadError, MoveLists, Request
 from evaluators.encoding import ENCODINGS, Encoding, assemble, get_encoding, unflipped_bitboards, unpack_unflipped
 from evaluators.moves import move_to_index
 from evaluators.onnx_model import open_session
-from evaluators.options import Option
+from hackmate_core.options import Option
 
 KIND = "resnet-policy-value"
 #: Metadata key of an int8 file (``tools.quantize``): the SHA-256 of the fp32 file it was quantised from.

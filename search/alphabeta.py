@@ -4,9 +4,9 @@ Negamax with iterative deepening, principal-variation search, a Zobrist-keyed
 transposition table, null-move pruning and late-move reductions, quiescence
 on captures, move ordering (TT move, MVV-LVA, killers, history), check
 extension, mate scores, tablebase scores and draw detection by rule
-(repetition, fifty moves, insufficient material; see :mod:`evaluators.rules`).
+(repetition, fifty moves, insufficient material; see :mod:`hackmate_core.rules`).
 The search keeps the Zobrist keys of the game and of its path, so repetitions
-are found with :func:`evaluators.rules.repetition_draw_keys`, the fast form of
+are found with :func:`hackmate_core.rules.repetition_draw_keys`, the fast form of
 the shared repetition policy.
 """
 
@@ -18,9 +18,10 @@ import chess
 import chess.polyglot
 
 from evaluators.base import Evaluator
-from evaluators.rules import (MATE, MATE_BOUND, TB_BOUND, fifty_move_draw, insufficient_material, legal_moves,
-                              mate_in_moves, mated_score, mating_score, mvv_lva, repetition_draw_keys, score_wdl,
-                              tablebase_score)
+from hackmate_core.exchange import mvv_lva
+from hackmate_core.rules import fifty_move_draw, insufficient_material, legal_moves, repetition_draw_keys
+from hackmate_core.score import (MATE, MATE_BOUND, TB_BOUND, mate_in_moves, mated_score, mating_score, score_wdl,
+                                 tablebase_score)
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
 from search.tt import EXACT, LOWER, UPPER, TranspositionTable
 

@@ -10,9 +10,9 @@ from typing import Callable, Optional
 
 import chess
 
-from evaluators.options import Configurable
-from evaluators.rules import mate_in_moves, uci_score
-from evaluators.tablebase import Tablebase
+from hackmate_core.options import Configurable
+from hackmate_core.score import mate_in_moves, uci_score
+from hackmate_core.tablebase import Tablebase
 
 
 class SearchStopped(Exception):
@@ -97,7 +97,7 @@ class SearchControl:
 class SearchInfo:
     """One `info` line's worth of progress, formatted by the UCI layer.
 
-    ``score`` is on the shared scale of :mod:`evaluators.rules` (centipawns,
+    ``score`` is on the shared scale of :mod:`hackmate_core.score` (centipawns,
     mates, tablebase wins) from the side to move's point of view.
     """
 
@@ -146,7 +146,7 @@ Reporter = Callable[[SearchInfo], None]
 class Search(Configurable, ABC):
     """A search over positions using an evaluator it was constructed with.
 
-    Tuning knobs are declared in ``OPTIONS`` (see :mod:`evaluators.options`)
+    Tuning knobs are declared in ``OPTIONS`` (see :mod:`hackmate_core.options`)
     and may be set while the search runs: searches read them as they go.
     """
 

@@ -26,11 +26,13 @@ import chess
 import numpy as np
 
 from evaluators.base import Comparator
-from evaluators.cache import LruCache
-from evaluators.options import Option
-from evaluators.rules import (game_result, keeps_material, legal_moves, mated_score, mating_score, mvv_lva, score_wdl,
-                              tablebase_score)
-from evaluators.score import q_to_cp, q_to_wdl
+from hackmate_core.boards import transposition_key
+from hackmate_core.lru import LruCache
+from hackmate_core.options import Option
+from hackmate_core.exchange import keeps_material, mvv_lva
+from hackmate_core.rules import game_result, legal_moves
+from hackmate_core.score import mated_score, mating_score, score_wdl, tablebase_score
+from hackmate_core.score import q_to_cp, q_to_wdl
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
 
 MAX_PLY = 64
@@ -247,7 +249,7 @@ class ComparisonSearch(Search):
         in_check = board.is_check()
         if in_check and self.check_extension and ply > 0 and ply + depth < 2 * self.iteration_depth:
             depth += 1
-        key = board._transposition_key()  # exact: hash() would merge positions (evaluators/cache.py)
+        key = transposition_key(board)  # exact: hash() would merge positions (evaluators/cache.py)
         ordered, child_features = self._ordered(board, moves, key, features)
         reducible = self.late_move_reductions and depth >= REDUCTION_MIN_DEPTH and not in_check
         best = self._expand(board, ordered, child_features, alpha, beta, None, reducible, depth,

@@ -6,7 +6,7 @@ the board is set to a new leaf from the position stored in the leaf's parent
 (a python-chess board state, kept in every evaluated node) with one move made,
 the path's stored states forming the board's history for the repetition rule;
 the search generates a leaf's legal moves once (for the rules of
-:mod:`evaluators.rules`, the mate-in-one test and the evaluator), and hands
+:mod:`hackmate_core.rules`, the mate-in-one test and the evaluator), and hands
 the leaf to the evaluator's ``prepare`` before returning the board to the
 root; a minibatch's
 input is made (``collate``) on the search thread too. A network's
@@ -50,10 +50,11 @@ from typing import Optional, Sequence
 import chess
 
 from evaluators.base import Evaluation, Evaluator, Request
-from evaluators.options import Option
-from evaluators.rules import (PLAIN_MOVES, LegalMoves, game_result, legal_moves, mate_in_one, mated_score,
-                              mating_score, score_wdl, tablebase_score)
-from evaluators.score import q_to_cp, q_to_wdl
+from hackmate_core.boards import BoardState, state_stack, truncate_history
+from hackmate_core.options import Option
+from hackmate_core.rules import LegalMoves, PLAIN_MOVES, game_result, legal_moves, mate_in_one
+from hackmate_core.score import mated_score, mating_score, score_wdl, tablebase_score
+from hackmate_core.score import q_to_cp, q_to_wdl
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult
 
 REPORT_EVERY_S = 1.0
@@ -101,7 +102,7 @@ class Node:
         self.plies = 0
         #: The position here (python-chess's board state), kept once the node is sent to the evaluator: a leaf
         #: below it is one move from it, without making the moves of the whole path.
-        self.state: Optional[chess._BoardState] = None
+        self.state: Optional[BoardState] = None
 
     def proven_lost(self) -> bool:
         """True when the side that moved into this node is proven to lose here (MCTS-solver)."""
@@ -228,7 +229,7 @@ class PuctSearch(Search):
         if not allowed:
             return SearchResult(None)
         root = self._reuse_tree(board)
-        root.state = chess._BoardState(board)  # where every walk down the tree starts
+        root.state = BoardState(board)  # where every walk down the tree starts
         if root.moves is None:  # evaluated with every legal move: evaluations are cached by position
             self._expand(root, self.evaluator.evaluate(board, legal_moves(board)))
         self.root_filtered = len(allowed) < len(root.moves or ())
@@ -396,10 +397,10 @@ class PuctSearch(Search):
                 self._solve_upwards(path)
                 return
             request = self.evaluator.prepare(board, moves)
-            node.state = chess._BoardState(board)
+            node.state = BoardState(board)
         finally:
             if depth:
-                del board.move_stack[base:], board._stack[base:]
+                truncate_history(board, base)
                 root.state.restore(board)  # type: ignore[union-attr]
         if request.evaluation is not None:  # known at once (a cache hit)
             self._settle(path, request.evaluation)
@@ -415,7 +416,7 @@ class PuctSearch(Search):
         path become its history, as pushing every move would have made them, and only the leaf's move is made."""
         if len(path) == 1:
             return
-        history, moves = board._stack, board.move_stack
+        history, moves = state_stack(board), board.move_stack
         for index in range(1, len(path) - 1):
             history.append(path[index - 1].state)
             moves.append(path[index].move)

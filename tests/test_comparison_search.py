@@ -15,6 +15,7 @@ from engine.backends import build_evaluator
 from evaluators.base import unwrap
 from search.base import SearchControl
 from search.comparison import ComparisonSearch
+from hackmate_core.boards import transposition_key
 from tests.test_comparison_quiescence import POISONED, MaterialComparator
 from tests.test_search import MATE_IN_ONE, MATE_IN_TWO
 
@@ -33,7 +34,7 @@ class GradedMaterialComparator(MaterialComparator):
 
 def ordered(search: ComparisonSearch, board: chess.Board) -> list[chess.Move]:
     search.comparator.reset(board)
-    moves, _ = search._ordered(board, list(board.legal_moves), board._transposition_key(), None)
+    moves, _ = search._ordered(board, list(board.legal_moves), transposition_key(board), None)
     return moves
 
 
@@ -55,14 +56,14 @@ def test_the_best_move_table_is_filled_and_read():
     board = chess.Board(PROMOTE_OR_TAKE)
     search = ComparisonSearch(MaterialComparator())
     result = search.search(board, SearchControl(max_depth=3), lambda info: None)
-    assert search.best_moves.get(board._transposition_key()) == result.best_move
+    assert search.best_moves.get(transposition_key(board)) == result.best_move
     stored = chess.Move.from_uci("g1h2")  # any legal move: the table's move is tried first
-    search.best_moves.put(board._transposition_key(), stored)
+    search.best_moves.put(transposition_key(board), stored)
     assert ordered(search, board)[0] == stored
     search.set_option("HashMove", False)
     assert ordered(search, board)[0] != stored
     search.new_game()
-    assert search.best_moves.get(board._transposition_key()) is None
+    assert search.best_moves.get(transposition_key(board)) is None
 
 
 @pytest.mark.parametrize("extension,mate", [(True, 2), (False, None)])

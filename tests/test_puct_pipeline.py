@@ -14,7 +14,9 @@ from engine.backends import apply_hash, build_evaluator, build_search
 from engine.timeman import GoParams, allocate
 from evaluators.base import Evaluation, EvaluatorWrapper, unwrap
 from evaluators.material import CHECK_BONUS_CP, PST, MaterialEvaluator, PstEvaluator
-from evaluators.rules import PIECE_VALUES, checking_moves
+from hackmate_core.exchange import PIECE_VALUES
+from hackmate_core.boards import state_stack
+from hackmate_core.rules import checking_moves
 from search.base import SearchControl
 from search.puct import Node, PuctSearch
 from tests.test_search import MATE_IN_ONE, MATE_IN_TWO
@@ -301,7 +303,7 @@ def test_a_leaf_board_set_from_stored_states_is_the_board_pushing_the_path_gives
                 reference.push(node.move)
             super()._set_board(board, path)
             assert board.move_stack == reference.move_stack and board.fen() == reference.fen()
-            assert [vars(s) for s in board._stack] == [vars(s) for s in reference._stack]
+            assert [vars(s) for s in state_stack(board)] == [vars(s) for s in state_stack(reference)]
             checked.append(len(path))
 
     search = Checked(MaterialEvaluator())

@@ -1,4 +1,4 @@
-"""The shared rules (evaluators.rules), the option type, the LRU cache and the heuristic blend."""
+"""The shared rules (hackmate_core), the option type, the LRU cache and the heuristic blend."""
 
 from __future__ import annotations
 
@@ -10,13 +10,16 @@ import pytest
 
 from evaluators.base import Evaluation, Evaluator
 from evaluators.blend import BlendedEvaluator, best_exchange_cp
-from evaluators.cache import CachedComparator, CachedEvaluator, LruCache
+from evaluators.cache import CachedComparator, CachedEvaluator
+from hackmate_core.lru import LruCache
 from evaluators.material import MaterialEvaluator, quiescence_cp, quiescence_line
-from evaluators.options import Configurable, Option, OptionError
-from evaluators.rules import (MATE, TB_WIN_CP, game_result, insufficient_material, keeps_material, legal_moves,
-                              mate_in_moves, mate_in_one, mated_score, mating_score, mvv_lva, repetition_draw, repetition_draw_keys,
-                              score_wdl, see, tablebase_score, uci_score)
-from evaluators.score import cp_to_q
+from hackmate_core.options import Configurable, Option, OptionError
+from hackmate_core.exchange import keeps_material, mvv_lva, see
+from hackmate_core.rules import (game_result, insufficient_material, legal_moves, mate_in_one, repetition_draw,
+                                 repetition_draw_keys)
+from hackmate_core.score import (MATE, TB_WIN_CP, mate_in_moves, mated_score, mating_score, score_wdl,
+                                 tablebase_score, uci_score)
+from hackmate_core.score import cp_to_q
 
 
 def play(board: chess.Board, *moves: str) -> chess.Board:

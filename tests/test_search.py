@@ -8,7 +8,7 @@ import pytest
 
 from evaluators.base import Evaluation
 from evaluators.material import MaterialEvaluator, PstEvaluator
-from evaluators.score import cp_to_q
+from hackmate_core.score import cp_to_q
 from search.alphabeta import AlphaBetaSearch
 from search.base import SearchControl
 from search.comparison import ComparisonSearch

@@ -13,8 +13,8 @@ import chess
 import pytest
 
 from engine.backends import apply_hash, build_evaluator, build_search
-from evaluators.rules import TB_WIN_CP
-from evaluators.tablebase import Tablebase
+from hackmate_core.score import TB_WIN_CP
+from hackmate_core.tablebase import Tablebase
 from search.base import SearchControl
 from tests.conftest import ROOT
 

@@ -12,7 +12,7 @@ import pytest
 
 from engine.uci import fallback_move
 from evaluators.base import unwrap
-from evaluators.rules import see
+from hackmate_core.exchange import see
 from search.puct import BYTES_PER_NODE, MIN_TREE_NODES
 from search.tt import TranspositionTable
 from tests.uci_inprocess import Driver

@@ -29,7 +29,7 @@ import numpy as np
 from evaluators.bits773 import INPUT_SIZE, active_features
 from evaluators.material import MaterialEvaluator, quiescence_line
 from evaluators.moves import index_to_move
-from evaluators.score import cp_to_q
+from hackmate_core.score import cp_to_q
 from training.pgn import DataError, open_text
 from training.processes import process_pool
 from training.shards import is_shard_dir, iter_shards, score_cp
@@ -263,7 +263,7 @@ def split_siblings(parents: Iterable[ScoredParent], held_out: Callable[[int], bo
 
 
 def expected_scores(scores: np.ndarray) -> np.ndarray:
-    """Engine scores (mates as +-(MATE_CP - n), training.shards) -> expected score in [-1, 1] (evaluators.score)."""
+    """Engine scores (mates as +-(MATE_CP - n), training.shards) -> expected score in [-1, 1] (hackmate_core.score)."""
     return np.fromiter((cp_to_q(float(s)) for s in scores), dtype=np.float64, count=len(scores))
 
 

@@ -19,7 +19,7 @@ from typing import Iterator, Optional, TextIO
 import chess
 import chess.pgn
 
-from evaluators.score import cp_to_q
+from hackmate_core.score import cp_to_q
 
 RESULT_WHITE = {"1-0": 1, "0-1": -1, "1/2-1/2": 0}
 

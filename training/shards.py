@@ -38,7 +38,7 @@ import numpy as np
 
 from evaluators.encoding import Encoding, get_encoding
 from evaluators.moves import move_to_index
-from evaluators.score import q_to_cp
+from hackmate_core.score import q_to_cp
 from training.pgn import DataError, ReadStats, open_text
 
 FORMAT = "hackmate-shards"

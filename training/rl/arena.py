@@ -4,7 +4,7 @@ The three trainers use it for their evaluation games (DQN against a random
 mover, PPO against Stockfish's `Skill Level`, AlphaZero's gating matches) and
 `python -m training rl-eval` for the reported results. A :class:`MoverSpec` is
 a picklable recipe, so that matches run in worker processes that build their
-own networks and engines. Games end by the rules of :mod:`evaluators.rules`
+own networks and engines. Games end by the rules of :mod:`hackmate_core.rules`
 (repetition: the third occurrence) or as a draw at a ply limit.
 """
 
@@ -21,7 +21,7 @@ import chess.engine
 import chess.pgn
 
 from evaluators.base import Evaluator
-from evaluators.rules import game_result
+from hackmate_core.rules import game_result
 from search.base import SearchControl
 from tools.elo import MatchStats
 from training.processes import process_pool

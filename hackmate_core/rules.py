@@ -7,17 +7,13 @@
   score it); the search root counts as inside the tree. Against positions of
   the game before the root the usual rule applies: a draw when the position
   occurs for the third time.
-- **Scores**: one integer scale for every search's output: centipawns, mates
-  (``MATE - plies``) and tablebase results (``TB_WIN - plies``), with
-  :func:`uci_score` turning any of them into UCI's `cp N` / `mate N`.
-- **Capture ordering**: most valuable victim / least valuable attacker
-  (:func:`mvv_lva`) and static exchange evaluation (:func:`see`).
 - **Legal moves** (:func:`legal_moves`): python-chess's, in its order, made
   in one pass for the searches' inner loops.
 - **Mate in one** (:func:`mate_in_one`), including mates by discovered check,
   castling and en passant.
 
-Tablebase probing and its scoring live in :mod:`evaluators.tablebase`.
+The score scale lives in :mod:`hackmate_core.score`, capture ordering and static exchange in
+:mod:`hackmate_core.exchange`, tablebase probing in :mod:`hackmate_core.tablebase`.
 """
 
 from __future__ import annotations
@@ -26,66 +22,7 @@ from typing import Hashable, Iterable, Optional, Sequence
 
 import chess
 
-from evaluators.score import cp_to_q, q_to_wdl
-
-# ------------------------------------------------------------------ scores
-
-#: Score of a side to move that mates now; a mate in n plies scores MATE - n.
-MATE = 100_000
-#: Scores beyond this (in absolute value) are mates.
-MATE_BOUND = MATE - 1000
-#: Score of a tablebase win at the root; a tablebase win n plies away scores TB_WIN - n.
-TB_WIN = MATE_BOUND - 1000
-#: Scores beyond this (and within MATE_BOUND) are tablebase wins.
-TB_BOUND = TB_WIN - 1000
-#: A tablebase win is reported as `cp TB_WIN_CP - plies`: above any evaluation, below a mate.
-TB_WIN_CP = 20_000
-
-
-def mating_score(plies: int) -> int:
-    """Score of a side to move that mates in ``plies`` plies."""
-    return MATE - plies
-
-
-def mated_score(plies: int) -> int:
-    """Score of a side to move that is checkmated ``plies`` plies from now."""
-    return -MATE + plies
-
-
-def tablebase_score(result: int, plies: int) -> int:
-    """Score of a tablebase result (+1 win, 0 draw, -1 loss for the side to move) ``plies`` plies away."""
-    return 0 if result == 0 else (TB_WIN - plies if result > 0 else -TB_WIN + plies)
-
-
-def mate_in_moves(score: int) -> Optional[int]:
-    """UCI's `mate N` (positive: the side to move mates) for a mate score, else None."""
-    if score >= MATE_BOUND:
-        return (MATE - score + 1) // 2
-    if score <= -MATE_BOUND:
-        return -((MATE + score) // 2)
-    return None
-
-
-def uci_score(score: int) -> tuple[str, int]:
-    """("mate", N) or ("cp", N) as UCI's `score` shows ``score``."""
-    mate = mate_in_moves(score)
-    if mate is not None:
-        return "mate", mate
-    if score >= TB_BOUND:
-        return "cp", TB_WIN_CP - (TB_WIN - score)
-    if score <= -TB_BOUND:
-        return "cp", -TB_WIN_CP + (TB_WIN + score)
-    return "cp", score
-
-
-def score_wdl(score: int, draw: Optional[float] = None) -> tuple[int, int, int]:
-    """Permille W/D/L of a score: certain for mates and tablebase wins, the winning-chance curve otherwise."""
-    if score >= TB_BOUND:
-        return 1000, 0, 0
-    if score <= -TB_BOUND:
-        return 0, 0, 1000
-    return q_to_wdl(cp_to_q(score), draw)
-
+from hackmate_core.boards import is_safe, slider_blockers, state_stack, transposition_key
 
 # ------------------------------------------------------------- game end
 
@@ -108,7 +45,7 @@ def repetition_draw(board: chess.Board, tree_plies: int) -> bool:
     further with the exact transposition key.
     """
     clock = board.halfmove_clock
-    states = board._stack  # the position before each move of board.move_stack
+    states = state_stack(board)  # the position before each move of board.move_stack
     reach = min(clock, len(states))
     if reach < 4:
         return False
@@ -120,7 +57,7 @@ def repetition_draw(board: chess.Board, tree_plies: int) -> bool:
         if state.occupied != occupied or state.pawns != pawns or state.kings != kings:
             continue
         if key is None:
-            key = board._transposition_key()
+            key = transposition_key(board)
         if _state_key(state, board.chess960) != key:
             continue
         if back <= tree_plies:
@@ -134,7 +71,7 @@ def repetition_draw(board: chess.Board, tree_plies: int) -> bool:
 def _state_key(state, chess960: bool) -> Hashable:
     scratch = chess.Board(None, chess960=chess960)
     state.restore(scratch)
-    return scratch._transposition_key()
+    return transposition_key(scratch)
 
 
 def repetition_draw_keys(keys: Sequence[int], key: int, halfmove_clock: int, tree_start: int) -> bool:
@@ -169,78 +106,6 @@ def game_result(board: chess.Board, moves: Sequence[chess.Move], tree_plies: int
     return None
 
 
-# ------------------------------------------------------- capture ordering
-
-#: Piece values in centipawns (the material evaluator and the exchange evaluation).
-PIECE_VALUES = {chess.PAWN: 100, chess.KNIGHT: 320, chess.BISHOP: 330,
-                chess.ROOK: 500, chess.QUEEN: 900, chess.KING: 0}
-#: Most-valuable-victim weights for capture ordering.
-MVV = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
-#: A king "captured" in an exchange ends it: worth more than everything else.
-_SEE_KING = 20_000
-
-
-def mvv_lva(board: chess.Board, move: chess.Move) -> int:
-    """Capture ordering key: most valuable victim first, then least valuable attacker (en passant: a pawn)."""
-    victim = board.piece_type_at(move.to_square) or chess.PAWN
-    return 10 * MVV[victim] - MVV[board.piece_type_at(move.from_square) or chess.PAWN]
-
-
-def _see_value(piece_type: int) -> int:
-    return _SEE_KING if piece_type == chess.KING else PIECE_VALUES[piece_type]
-
-
-def see(board: chess.Board, move: chess.Move) -> int:
-    """Static exchange evaluation: centipawns the side to move gains with ``move`` when both sides
-    then keep recapturing on its square with their least valuable piece while it pays.
-
-    Sliders behind the capturers join in (x-rays); pins are ignored, as usual.
-    """
-    to = move.to_square
-    attacker = board.piece_type_at(move.from_square)
-    if attacker is None:
-        return 0
-    occupied = board.occupied ^ chess.BB_SQUARES[move.from_square]
-    if board.is_en_passant(move):
-        captured = chess.PAWN
-        occupied ^= chess.BB_SQUARES[to - 8 if board.turn == chess.WHITE else to + 8]
-    else:
-        captured = board.piece_type_at(to)
-    gains = [PIECE_VALUES[captured] if captured else 0]
-    on_square = attacker
-    if move.promotion:
-        gains[0] += PIECE_VALUES[move.promotion] - PIECE_VALUES[chess.PAWN]
-        on_square = move.promotion
-    occupied |= chess.BB_SQUARES[to]
-    side = not board.turn
-    by_type = ((chess.PAWN, board.pawns), (chess.KNIGHT, board.knights), (chess.BISHOP, board.bishops),
-               (chess.ROOK, board.rooks), (chess.QUEEN, board.queens), (chess.KING, board.kings))
-    while True:
-        attackers = board.attackers_mask(side, to, occupied) & occupied
-        if not attackers:
-            break
-        for piece_type, bb in by_type:
-            found = attackers & bb
-            if found:
-                break
-        if piece_type == chess.KING and board.attackers_mask(not side, to, occupied) & occupied:
-            break  # the king may not capture into a defended square
-        gains.append(_see_value(on_square) - gains[-1])
-        on_square = piece_type
-        occupied ^= found & -found  # the least significant such piece leaves its square
-        side = not side
-    while len(gains) > 1:
-        last = gains.pop()
-        gains[-1] = -max(-gains[-1], last)
-    return gains[0]
-
-
-def keeps_material(board: chess.Board, move: chess.Move) -> bool:
-    """A capture that loses no material by static exchange (taking a piece worth as much as the taker never does)."""
-    taker = PIECE_VALUES[board.piece_type_at(move.from_square) or chess.PAWN]
-    return taker <= PIECE_VALUES[board.piece_type_at(move.to_square) or chess.PAWN] or see(board, move) >= 0
-
-
 # ------------------------------------------------------------ legal moves
 
 _PROMOTIONS = (chess.QUEEN, chess.ROOK, chess.BISHOP, chess.KNIGHT)
@@ -272,7 +137,7 @@ def legal_moves(board: chess.Board) -> list[chess.Move]:
     king = king_mask.bit_length() - 1
     if board.attackers_mask(not turn, king):
         return list(board.generate_legal_moves())
-    pinned = board._slider_blockers(king)  # our pieces that alone stand between the king and a slider
+    pinned = slider_blockers(board, king)  # our pieces that alone stand between the king and a slider
     occupied, theirs, not_ours = board.occupied, board.occupied_co[not turn], ~ours
     squares, rays, plain = chess.BB_SQUARES, chess.BB_RAYS, PLAIN_MOVES
     diagonal_movers, straight_movers = board.bishops | board.queens, board.rooks | board.queens
@@ -350,7 +215,7 @@ def legal_moves(board: chess.Board) -> list[chess.Move]:
             else:
                 append(plain[origin | target << 6])
     if board.ep_square is not None:
-        moves.extend(move for move in board.generate_pseudo_legal_ep() if board._is_safe(king, pinned, move))
+        moves.extend(move for move in board.generate_pseudo_legal_ep() if is_safe(board, king, pinned, move))
     return moves
 
 

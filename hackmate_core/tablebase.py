@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 import chess
 import chess.syzygy
 
-from evaluators.rules import fifty_move_draw, repetition_draw
+from hackmate_core.rules import fifty_move_draw, repetition_draw
 
 #: Root ranks: a certain win in n plies ranks WIN_RANK - n, a certain loss -WIN_RANK + n;
 #: cursed wins and blessed losses (the fifty-move rule decides them) rank +1 / -1, draws 0.
