@@ -23,6 +23,7 @@ from hackmate_core.rules import fifty_move_draw, insufficient_material, legal_mo
 from hackmate_core.score import (MATE, MATE_BOUND, TB_BOUND, mate_in_moves, mated_score, mating_score, score_wdl,
                                  tablebase_score)
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
+from search.stoppers import Progress
 from search.tt import EXACT, LOWER, UPPER, TranspositionTable
 
 INF = MATE + 1
@@ -86,11 +87,8 @@ class AlphaBetaSearch(Search):
         legal_count = board.legal_moves.count()
         self.root_allowed = set(root_moves) if len(root_moves) < legal_count else None
         best_lines: list[tuple[int, list[chess.Move]]] = [(0, [root_moves[0]])]
-        max_depth = min(control.max_depth or MAX_PLY - 1, MAX_PLY - 1)
-        if control.mate_in is not None:
-            max_depth = min(max_depth, 2 * control.mate_in - 1)
         multipv = min(self.multipv, len(root_moves))
-        for depth in range(1, max_depth + 1):
+        for depth in range(1, MAX_PLY):
             lines: list[tuple[int, list[chess.Move]]] = []
             self.excluded_root = set()
             self.seldepth = 0
@@ -107,14 +105,11 @@ class AlphaBetaSearch(Search):
                 break
             best_lines = lines
             best_score = lines[0][0]
-            if control.stopped(self.nodes) or not control.may_start_iteration():
+            # a mate, for either side, is proven once the iteration reaches two plies beyond it
+            proven = abs(best_score) >= MATE_BOUND and depth > 2 * (MATE - abs(best_score)) + 2
+            if control.should_stop(Progress(self.nodes, depth, len(root_moves), deepening=True,
+                                            won=(mate_in_moves(best_score) or 0) > 0, proven=proven)):
                 break
-            if control.mate_in is not None and (mate_in_moves(best_score) or 0) > 0:
-                break
-            if len(root_moves) == 1 and control.soft_deadline is not None:
-                break  # forced move: don't spend the clock
-            if abs(best_score) >= MATE_BOUND and depth > 2 * (MATE - abs(best_score)) + 2 and not control.infinite:
-                break  # the mate is proven; deeper search cannot change it
         pv = best_lines[0][1]
         return SearchResult(pv[0], pv[1] if len(pv) > 1 else None)
 

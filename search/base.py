@@ -13,6 +13,7 @@ import chess
 from hackmate_core.options import Configurable
 from hackmate_core.score import mate_in_moves, uci_score
 from hackmate_core.tablebase import Tablebase
+from search.stoppers import Progress, StopperChain, compose
 
 
 class SearchStopped(Exception):
@@ -25,12 +26,13 @@ def _ignore(text: str) -> None:
 
 @dataclass
 class SearchControl:
-    """Decides when a running search must stop; shared with the UCI thread.
+    """The limits of one `go`, shared with the UCI thread: `stop`, and the stoppers made from the limits.
 
-    ``soft_deadline`` is the time after which no new iteration should start,
-    ``hard_deadline`` the time at which the search must return at once. Both
-    are :func:`time.monotonic` values or None. While pondering they stay None
-    until :meth:`ponderhit` installs them.
+    ``soft_deadline`` is the time this move should take, ``hard_deadline``
+    the time at which the search must return at once. Both are
+    :func:`time.monotonic` values or None. While pondering they stay None
+    until :meth:`ponderhit` installs them. The rules that apply them, and the
+    other limits, are the :attr:`stoppers` (:mod:`search.stoppers`).
     """
 
     max_depth: Optional[int] = None
@@ -48,6 +50,8 @@ class SearchControl:
     searchmoves: Optional[list[chess.Move]] = None
     #: Where the search says something once (`info string`), such as a full tree.
     note: Callable[[str], None] = _ignore
+    #: `go movetime`: this move's time cannot be saved for later moves, so deepening searches spend all of it.
+    fixed_time: bool = False
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -55,6 +59,9 @@ class SearchControl:
     def __post_init__(self) -> None:
         #: When the time budget started: the `go`, or the ponderhit.
         self.budget_start = self.start
+        #: The rules that end the search, made from the limits above.
+        self.stoppers: StopperChain = compose(self.max_nodes, self.max_depth, self.mate_in, self.infinite,
+                                              spend_all=self.fixed_time)
 
     def ponderhit(self) -> None:
         """The opponent played the expected move: start the real clock now."""
@@ -74,23 +81,13 @@ class SearchControl:
         return time.monotonic() - self.start
 
     def stopped(self, nodes: int) -> bool:
-        """True when the search has to return now."""
-        if self.stop_event.is_set():
-            return True
-        if self.max_nodes is not None and nodes >= self.max_nodes:
-            return True
-        return self.hard_deadline is not None and time.monotonic() >= self.hard_deadline
+        """True when the search has to return at once (`stop`, the node limit, the hard deadline); asked inside
+        the search every few nodes."""
+        return self.stop_event.is_set() or self.stoppers.interrupts(nodes, self)
 
-    def may_start_iteration(self) -> bool:
-        """For deepening searches: True while a new iteration is likely to end by the soft deadline.
-
-        An iteration takes about as long as all the earlier ones together or
-        longer, so none starts once half the time to the soft deadline is spent
-        (started later, it would run on to the hard deadline).
-        """
-        if self.soft_deadline is None:
-            return True
-        return time.monotonic() - self.budget_start < (self.soft_deadline - self.budget_start) / 2
+    def should_stop(self, progress: Progress) -> bool:
+        """True when the search should return after the step it just finished (an iteration, a minibatch)."""
+        return self.stop_event.is_set() or self.stoppers.ends(progress, self)
 
 
 @dataclass

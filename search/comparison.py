@@ -34,6 +34,7 @@ from hackmate_core.rules import game_result, legal_moves
 from hackmate_core.score import mated_score, mating_score, score_wdl, tablebase_score
 from hackmate_core.score import q_to_cp, q_to_wdl
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
+from search.stoppers import Progress
 
 MAX_PLY = 64
 MAX_QUIESCENCE_PLIES = 8
@@ -158,8 +159,8 @@ class ComparisonSearch(Search):
             return SearchResult(None)
         self.root_allowed = set(moves) if len(moves) < board.legal_moves.count() else None
         best: Optional[Leaf] = None
-        max_depth = min(control.max_depth or MAX_PLY, MAX_PLY)
-        for depth in range(1, max_depth + 1):
+        white = board.turn == chess.WHITE
+        for depth in range(1, MAX_PLY + 1):
             self.seldepth = 0
             self.iteration_depth = depth
             self.root_first = self.root_best = None
@@ -173,10 +174,9 @@ class ComparisonSearch(Search):
                 break
             best = leaf
             self._report(report, depth, leaf, board, root_features)
-            if control.stopped(self.nodes) or not control.may_start_iteration() or len(moves) == 1 and \
-                    control.soft_deadline is not None:
-                break
-            if leaf.mate_ply and abs(leaf.mate_ply) < depth and not control.infinite:
+            won = leaf.mate_ply > 0 if white else leaf.mate_ply < 0
+            proven = leaf.mate_ply != 0 and abs(leaf.mate_ply) < depth  # found within the full-width plies
+            if control.should_stop(Progress(self.nodes, depth, len(moves), deepening=True, won=won, proven=proven)):
                 break
         if best is None or not best.pv:
             return SearchResult(moves[0])

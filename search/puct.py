@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 import sys
+from functools import partial
 import time
 from array import array
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -56,6 +57,7 @@ from hackmate_core.rules import LegalMoves, PLAIN_MOVES, game_result, legal_move
 from hackmate_core.score import mated_score, mating_score, score_wdl, tablebase_score
 from hackmate_core.score import q_to_cp, q_to_wdl
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult
+from search.stoppers import Progress
 
 REPORT_EVERY_S = 1.0
 #: Memory of one tree node with its moves, priors and board state once expanded (a node is created per playout),
@@ -245,7 +247,7 @@ class PuctSearch(Search):
             sys.setswitchinterval(SWITCH_INTERVAL_S)
         on_the_way: list[Batch] = []  # sent to the network, not yet backed up; oldest first
         last_report = time.monotonic()
-        extended = False
+        cannot_change, unclear = partial(self._decided, root), partial(self._unclear, root)
         try:
             while True:
                 queued = sum(len(sent.requests) for sent in on_the_way)
@@ -265,25 +267,12 @@ class PuctSearch(Search):
                 if not self._complete_all(on_the_way, keep=1 if overlap and batch.requests else 0):
                     break
                 now = time.monotonic()
-                if control.stopped(self.nodes):
+                won = self._proven_mate(root) is not None
+                if control.should_stop(Progress(self.nodes, self.depth_sum / self.nodes if self.nodes else 0.0,
+                                                len(root.moves or ()), deepening=False, won=won,
+                                                proven=won or root.terminal is not None,
+                                                cannot_change=cannot_change, unclear=unclear)):
                     break
-                if control.max_depth is not None and self.nodes and self.depth_sum / self.nodes >= control.max_depth:
-                    break
-                mate = self._proven_mate(root)
-                if mate is not None and (control.mate_in is not None or not control.infinite):
-                    break
-                if root.terminal is not None and not control.infinite:
-                    break
-                if control.soft_deadline is not None:
-                    if now >= control.soft_deadline:
-                        if not extended and self._unclear(root) and control.hard_deadline is not None:
-                            # best by visits is not best by value: think up to half of what remains
-                            control.soft_deadline = now + (control.hard_deadline - now) / 2
-                            extended = True
-                        else:
-                            break
-                    elif self._decided(root, control.soft_deadline - now):
-                        break
                 if now - last_report >= REPORT_EVERY_S:
                     self._report(report, root)
                     last_report = now
@@ -580,15 +569,13 @@ class PuctSearch(Search):
         return mate if mate is not None else self._ranked(node)[0]
 
     def _decided(self, root: Node, remaining_s: float) -> bool:
-        """True when the runner-up cannot catch up with the best in the time left.
+        """True when the runner-up cannot catch up with the best in ``remaining_s`` more seconds.
 
         The speed that predicts the playouts still to come is this search's own, so it is trusted only
         after two minibatches: with the overlap the first check comes before any network result is
         back, and a reused tree's lead measured against a handful of playouts made the engine move
         at once on 41% of its moves at 10+0.1 (f8231fc waited for a whole minibatch).
         """
-        if len(root.moves or ()) < 2:
-            return True
         if self.nodes < 2 * self.batch_size:
             return False
         ranked = self._ranked(root)
@@ -598,6 +585,7 @@ class PuctSearch(Search):
         return ranked[0].visits - runner_up > expected_more
 
     def _unclear(self, root: Node) -> bool:
+        """True when the best move by visits is not the best by value (worth more time at the soft deadline)."""
         ranked = self._ranked(root)
         if len(ranked) < 2 or ranked[1].visits == 0:
             return False
