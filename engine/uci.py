@@ -426,7 +426,8 @@ class UciEngine:
                                     params.mate))
         control = SearchControl(max_depth=params.depth, max_nodes=params.nodes, mate_in=params.mate,
                                 infinite=infinite and not params.ponder, pondering=params.ponder, start=start,
-                                searchmoves=self._searchmoves(params.searchmoves, board), note=self.info_string)
+                                searchmoves=self._searchmoves(params.searchmoves, board), note=self.info_string,
+                                fixed_time=params.movetime is not None)
         budget = allocate(params, board.turn == chess.WHITE, self.options.get("Move Overhead"), board.ply())
         if budget is not None:
             if params.ponder:

@@ -3,15 +3,30 @@
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 
 from engine.timeman import GoParams, allocate
 from tools.elo import MatchStats, score_to_elo
+from tests.uci_inprocess import Driver
 
 
 def test_movetime_is_exact_minus_overhead():
     assert allocate(GoParams(movetime=1000), True, 50) == (0.95, 0.95)
+
+
+def test_movetime_is_spent():
+    """`go movetime` is this move's time and no other's: a deepening search thinks until it is up (a new
+    iteration whenever one ends), not until half of it as with a clock."""
+    engine = Driver("--eval", "material", "--search", "alphabeta")
+    engine.send("setoption name Move Overhead value 50", "isready",
+                "position fen r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4")
+    started = time.monotonic()
+    engine.go("go movetime 1000", timeout=5.0)
+    took = time.monotonic() - started
+    engine.close()
+    assert 0.8 * 0.95 <= took < 1.5  # the aim is 90% of T less the overhead; loose for a loaded machine
 
 
 def test_no_clock_means_no_limit():
