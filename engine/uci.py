@@ -401,7 +401,27 @@ class UciEngine:
         if board is not None:
             self.board = board
 
+    def go_perft(self, args: list[str]) -> None:
+        """`go perft N` as Stockfish prints it: `move: count` for each legal move, a blank line, the total."""
+        from hackmate_core import perft
+        try:
+            depth = int(args[0]) if len(args) == 1 else -1
+        except ValueError:
+            depth = -1
+        if not 1 <= depth <= perft.MAX_DEPTH:
+            self.info_string(f"usage: go perft N with N from 1 to {perft.MAX_DEPTH}, not {' '.join(args)!r}")
+            return
+        self.finish_search()
+        counts = perft.divide(self.board, depth)
+        for move, nodes in counts:
+            self.send(f"{move.uci()}: {nodes}")
+        self.send("")
+        self.send(f"Nodes searched: {sum(nodes for _, nodes in counts)}")
+
     def cmd_go(self, args: list[str]) -> None:
+        if args[:1] == ["perft"]:
+            self.go_perft(args[1:])
+            return
         received = time.monotonic()  # the GUI's clock runs from here, whatever comes before the search
         try:
             params = parse_go(args)

@@ -1,0 +1,14 @@
+"""The compiled chess board (hackmate_core._cboard), an optional C extension: everything else is in pyproject.toml.
+
+Without a C compiler the build goes on without it and the engine runs on the pure-Python path
+(hackmate_core.compiled says why).
+"""
+
+from setuptools import Extension, setup
+
+setup(ext_modules=[Extension(
+    "hackmate_core._cboard",
+    sources=["hackmate_core/_cboard.c", "hackmate_core/cboard.c"],
+    depends=["hackmate_core/cboard.h", "hackmate_core/polyglot_keys.h"],
+    optional=True,
+)])
