@@ -13,17 +13,20 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import chess
 import numpy as np
 
-from engine.backends import NATURAL_SEARCH, apply_hash, build_evaluator, build_search
+from engine.backends import apply_hash, registry
 from engine.options import ENGINE_OPTIONS
 from evaluators.base import unwrap
+from evaluators.comparator import ComparatorEvaluator
 from evaluators.onnx_model import KIND_KEY, open_session
+from evaluators.resnet import ResNetEvaluator
 from hackmate_core.options import OptionError
 from search.base import SearchControl
+from search.puct import PuctSearch
 
 #: A spread of openings, middlegames and endgames (the first ones of Stockfish's bench set).
 BENCH_FENS = [
@@ -41,10 +44,6 @@ BENCH_FENS = [
     "8/8/2p5/1p1k4/1P1Pp3/2K1P3/8/8 w - - 0 1",
 ]
 
-#: Nodes per position for each search (its nodes are not comparable across searches).
-DEFAULT_NODES = {"alphabeta": 20000, "puct": 800, "comparison": 5000}
-
-
 #: The engine's default Hash, which bench runs with.
 DEFAULT_HASH_MB = next(option.default for option in ENGINE_OPTIONS if option.name == "Hash")
 
@@ -55,10 +54,12 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
     """Search every bench position; prints per-position lines and a summary; returns (nodes, seconds).
 
     ``options``: tuning options of the evaluator or search, UCI name to UCI value (as `setoption` has them).
+    ``nodes``: per position; by default the search's ``BENCH_NODES`` (nodes are not comparable across searches).
     """
-    search_name = search_name or NATURAL_SEARCH[evaluator_name]
-    evaluator = build_evaluator(evaluator_name, weights, threads)
-    search = build_search(search_name, evaluator)
+    backends = registry()
+    search_name = search_name or backends.natural_search(evaluator_name)
+    evaluator = backends.build_evaluator(evaluator_name, weights, threads)
+    search = backends.build_search(search_name, evaluator)
     search.set_threads(threads)
     apply_hash(DEFAULT_HASH_MB, search, evaluator)
     declared = {option.name.lower(): option for option in evaluator.options() + search.options()}
@@ -69,7 +70,7 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
         value = option.parse(raw)
         if not evaluator.set_option(option.name, value):
             search.set_option(option.name, value)
-    budget = nodes or DEFAULT_NODES[search_name]
+    budget = nodes or type(search).BENCH_NODES
     total_nodes, total_time = 0, 0.0
     for index, fen in enumerate(BENCH_FENS, 1):
         search.new_game()
@@ -84,25 +85,25 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
             f"bestmove {result.best_move.uci() if result.best_move else '0000'}")
     nps = int(total_nodes / total_time) if total_time else 0
     network = unwrap(evaluator)
-    if hasattr(network, "run") and hasattr(network, "path"):
-        batch = getattr(search, "batch_size", 1)
+    batches = isinstance(search, PuctSearch)  # a search that batches its leaves for the network
+    if isinstance(network, ResNetEvaluator):
+        batch = search.batch_size if batches else 1
         rates = {count: network_rate(network, count, batch) for count in (1, 2)}
         best = max(rates.values())
-        precision = f", {network.precision}: {'int8' if network.runs_int8 else 'fp32'} file" \
-            if hasattr(network, "runs_int8") else ""
+        precision = f", {network.precision}: {'int8' if network.runs_int8 else 'fp32'} file"
         out(f"info string network raw throughput (batch {batch}{precision}): " +
             ", ".join(f"{int(rate)} positions/second with {count} thread{'s' if count > 1 else ''}"
                       for count, rate in rates.items()) + f"; best {int(best)}")
-        if hasattr(search, "batch_size"):  # a search that batches its leaves for the network
+        if batches:
             out(f"info string {search_name} nodes/second {nps} = {100 * nps / best:.0f}% of the best raw "
                 f"throughput")
-    if hasattr(network, "incremental"):
+    if isinstance(network, ComparatorEvaluator):
         for incremental in (True, False):
             out(f"info string comparator features/second {'with' if incremental else 'without'} incremental "
                 f"accumulator: {int(feature_rate(network, incremental))}")
     settings = "".join(f" {name} {raw}" for name, raw in (options or {}).items())
     out(f"info string bench {evaluator_name}+{search_name} nodes-per-position {budget} threads {threads}{settings}" +
-        (f" overlap {'on' if search.overlapping else 'off'}" if hasattr(search, "overlapping") else ""))
+        (f" overlap {'on' if search.overlapping else 'off'}" if batches else ""))
     out("===========================")
     out(f"Total time (ms) : {int(total_time * 1000)}")
     out(f"Nodes searched  : {total_nodes}")
@@ -110,11 +111,11 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
     return total_nodes, total_time
 
 
-def network_rate(network: Any, threads: int, batch: int, seconds: float = 3.0) -> float:
+def network_rate(network: ResNetEvaluator, threads: int, batch: int, seconds: float = 3.0) -> float:
     """Positions per second of the bare network (a fresh session with ``threads`` threads, no search, no
     cache) on batches of ``batch`` bench positions, inputs prepared once: the int8 copy where the evaluator runs
     it (``Precision`` int8 or mixed; mixed also asks fp32 about some positions, so its search can fall short)."""
-    path = network.int8_path if getattr(network, "runs_int8", False) else network.path
+    path = network.int8_path if network.runs_int8 else network.path
     session, _ = open_session(path, network.metadata[KIND_KEY], threads)
     boards = [chess.Board(fen) for fen in BENCH_FENS]
     inputs = np.stack([network.encoding.encode(board) for board in (boards * (batch // len(boards) + 1))[:batch]])
@@ -126,7 +127,7 @@ def network_rate(network: Any, threads: int, batch: int, seconds: float = 3.0) -
     return done / (time.perf_counter() - started)
 
 
-def feature_rate(comparator, incremental: bool, plies: int = 2000) -> float:
+def feature_rate(comparator: ComparatorEvaluator, incremental: bool, plies: int = 2000) -> float:
     """Features per second of the bare comparator along deterministic pseudo-random move sequences
     (make a move, extract features)."""
     rng = random.Random(1)

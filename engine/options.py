@@ -1,13 +1,14 @@
-"""The engine's own UCI options, and the current values of every option by case-insensitive name.
+"""The engine's own UCI options, the current values of every option by case-insensitive name, and the options'
+listing as a Markdown table.
 
 Evaluators, wrappers and searches declare their tuning options themselves
-(see :mod:`hackmate_core.options`); the UCI layer lists both kinds.
+(see :mod:`hackmate_core.options`); the UCI layer and ``--list-options`` list both kinds.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional, Sequence
 
 from hackmate_core.options import Option, OptionError
 
@@ -17,12 +18,14 @@ MAX_THREADS = 128
 #: minibatch while the network runs (about 1.7x the nodes a second, +0.22 points a game against Stockfish
 #: UCI_Elo 1900 at 10+0.1); more than two was never measured to help. A GUI running several games at once
 #: should give each engine its share of the cores (tools.match does).
-DEFAULT_THREADS = min(2, os.cpu_count() or 1)
+PREFERRED_THREADS = 2
+DEFAULT_THREADS = min(PREFERRED_THREADS, os.cpu_count() or 1)
 
 ENGINE_OPTIONS = (
     Option("Hash", "spin", 256, 1, 4096,
            help="megabytes for the search's table (alpha-beta's transposition table, PUCT's tree) and the "
-                "evaluator's cache; a PUCT tree node (one per playout) takes about 4 KB"),
+                "evaluator's cache; a PUCT tree node (one per playout) takes about 1.1 KB, a cached network "
+                "evaluation 4 KB"),
     Option("Threads", "spin", DEFAULT_THREADS, 1, MAX_THREADS,
            help="CPU threads the engine uses in all: the network runs in this many; with 2 or more PUCT prepares "
                 "its next minibatch meanwhile (Overlap), with 1 it waits for the network"),
@@ -38,6 +41,36 @@ ENGINE_OPTIONS = (
            help="ONNX weights: a path, or a shipped file's name (resnet-int8.onnx); empty: the shipped default"),
     Option("Clear Hash", "button", help="empty the search's table and the evaluator's cache"),
 )
+
+
+#: Defaults that depend on the machine, as the option listing words them (so that it reads alike everywhere).
+LISTED_DEFAULTS = {"Threads": f"{PREFERRED_THREADS} (1 on a one-core machine)"}
+TABLE_HEADER = "| Option | Type | Default | Range | Backends | Help |\n|---|---|---|---|---|---|"
+
+
+def listed_default(option: Option) -> str:
+    if option.name in LISTED_DEFAULTS:
+        return LISTED_DEFAULTS[option.name]
+    if option.kind == "check":
+        return "true" if option.default else "false"
+    return "" if option.default is None else str(option.default)
+
+
+def listed_range(option: Option) -> str:
+    if option.kind == "spin":
+        return f"{option.minimum} to {option.maximum}"
+    return ", ".join(option.choices)
+
+
+def options_table(rows: Iterable[tuple[Option, Sequence[str]]]) -> str:
+    """A Markdown table of options, one row each with the backends that declare it (`--list-options`; the
+    README embeds it): Option | Type | Default | Range | Backends | Help."""
+    lines = [TABLE_HEADER]
+    for option, backends in rows:
+        cells = [f"`{option.name}`", option.kind, listed_default(option), listed_range(option), ", ".join(backends),
+                 option.help]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines)
 
 
 class OptionSet:

@@ -15,8 +15,11 @@ tens of milliseconds, longer than a move at 1+0.01.
 Options apply at once, also while a search runs: tuning knobs are read by the
 search as it goes, ``Hash``, ``Threads``, ``MultiPV``, ``SyzygyPath`` and
 ``Clear Hash`` swap or resize what the search uses. Only ``Evaluator``,
-``Search`` and ``Weights`` build a new backend, at the next `isready`, `go`
-or `ucinewgame` after the search.
+``Search`` and ``Weights`` build a new backend, at the next `isready`, `go`,
+`ucinewgame` or `bench` after the search. `uci` lists the options of every
+evaluator and search of the registry (:mod:`engine.backends`), whichever
+backend runs, since a GUI reads them once: a value for another backend is kept
+and applied when that backend is built.
 
 The engine is easy to drive in-process: give it any text stream as
 ``output``, feed it lines with :meth:`UciEngine.handle` and wait for a search
@@ -37,9 +40,8 @@ import chess
 import chess.polyglot
 
 from engine import AUTHOR, NAME, __version__
-from engine.backends import (DEFAULT_EVALUATOR, EVALUATOR_NAMES, NATURAL_SEARCH, SEARCH_NAMES, AnyEvaluator,
-                             BackendError, apply_hash, build_evaluator, build_search)
-from engine.options import ENGINE_OPTIONS, OptionSet
+from engine.backends import DEFAULT_EVALUATOR, AnyEvaluator, BackendError, apply_hash, registry
+from engine.options import OptionSet
 from engine.timeman import GoParams, allocate
 from hackmate_core import exchange, rules, score
 from evaluators.base import LoadError
@@ -165,19 +167,22 @@ class UciEngine:
         self.output = output
         self.freeze_gc = freeze_gc
         self._write_lock = threading.Lock()
-        self.options = OptionSet(ENGINE_OPTIONS + (
-            Option("Evaluator", "combo", evaluator, choices=tuple(EVALUATOR_NAMES), rebuild=True,
-                   help="position evaluator"),
-            Option("Search", "combo", search or NATURAL_SEARCH.get(evaluator, "alphabeta"),
-                   choices=tuple(SEARCH_NAMES), rebuild=True, help="search algorithm")))
+        self.registry = registry()
+        self.options = OptionSet(self.registry.engine_options(evaluator, search))
         if weights:
             self.options.values["Weights"] = weights
+        #: Every backend's tuning options by lower-case name (a GUI reads them once, whichever backend runs).
+        self.declared_tuning = {option.name.lower(): option for option, _ in self.registry.tuning_options()}
+        #: True once the GUI has set Search: from then on Evaluator alone keeps it.
+        self.search_chosen = False
         self.board = chess.Board()
         self.evaluator: Optional[AnyEvaluator] = None
         self.search: Optional[Search] = None
         self.backend_dirty = True
-        #: True once the backend's weights are read (`uci` builds the backend without reading them).
-        self.backend_loaded = False
+        #: The evaluator and search the backend was built with (a fallback differs from the options).
+        self.backend_names = ("", "")
+        #: The Weights each evaluator loaded last: a value that does not load keeps them.
+        self.loaded_weights: dict[str, str] = {}
         #: Tuning options set by the GUI (internal values), applied again to a rebuilt backend.
         self.tuning: dict[str, Any] = {}
         #: The same options as the GUI sent them (bench builds its own backend with them).
@@ -202,45 +207,24 @@ class UciEngine:
 
     # --------------------------------------------------------------- backends
 
-    def ensure_backend(self, load: bool = True) -> None:
-        """Build the evaluator/search pair if a backend option changed and, with ``load``, read its weights;
-        fall back to material on failure.
-
-        `uci` builds without loading (the option list needs no network, and a GUI
-        waits for `uciok` only briefly); `isready`, `go` and `ucinewgame` load.
-        """
-        if self.backend_dirty or self.search is None:
-            self._build_backend()
-        if load and not self.backend_loaded:
-            assert self.evaluator is not None
-            try:
-                self.evaluator.load()
-            except (LoadError, OSError, ImportError) as error:
-                self.info_string(f"cannot load evaluator {self.evaluator.name}: {error}; falling back to material")
-                self._build_backend("material")
-            self.backend_loaded = True
-            self._tell_notices()
-
-    def _build_backend(self, fallback: Optional[str] = None) -> None:
-        name = fallback or self.options.get("Evaluator")
-        search_name = "alphabeta" if fallback else self.options.get("Search")
-        weights = self.options.get("Weights") or None
-        threads = self.options.get("Threads")
+    def ensure_backend(self) -> None:
+        """Build the evaluator/search pair and read its weights if a backend option changed (at `isready`, `go`,
+        `ucinewgame` and `bench`; `uci` needs no backend: the registry declares every option)."""
+        if not self.backend_dirty and self.search is not None:
+            return
+        evaluator, name = self._load_evaluator(self.options.get("Evaluator"), self.options.get("Weights"))
+        search_name = self.options.get("Search") if name == self.options.get("Evaluator") \
+            else self.registry.natural_search(name)
         try:
-            evaluator = build_evaluator(name, weights, threads, lazy=True)
-        except (LoadError, BackendError, OSError, ImportError) as error:
-            self.info_string(f"cannot load evaluator {name}: {error}; falling back to material")
-            evaluator = build_evaluator("material")
-            search_name = "alphabeta"
-        try:
-            search = build_search(search_name, evaluator)
+            search = self.registry.build_search(search_name, evaluator)
         except BackendError as error:
-            natural = NATURAL_SEARCH[evaluator.name]
-            self.info_string(f"{error}; using search {natural}")
-            search = build_search(natural, evaluator)
+            search_name = self.registry.natural_search(name)
+            self.info_string(f"{error}; using search {search_name}")
+            search = self.registry.build_search(search_name, evaluator)
         self.evaluator, self.search = evaluator, search
+        self.backend_names = (name, search_name)
         self.backend_dirty = False
-        self.backend_loaded = False
+        threads = self.options.get("Threads")
         search.set_threads(threads)
         apply_hash(self.options.get("Hash"), search, evaluator)
         search.multipv = self.options.get("MultiPV")
@@ -248,6 +232,28 @@ class UciEngine:
         for option in self.tuning_options():
             if option.name in self.tuning:
                 self._apply_tuning(option.name, self.tuning[option.name])
+        self._tell_notices()
+
+    def _load_evaluator(self, name: str, weights: str) -> tuple[AnyEvaluator, str]:
+        """The evaluator ``name`` (its registry name returned too) with ``weights`` read. Weights that do not load
+        keep those it loaded last, or its shipped network, and ``Weights`` says them again: a GUI may hide the
+        `info string`, and a network that plays on is better than material. Material where even that fails."""
+        kept = self.loaded_weights.get(name, "")
+        try:
+            evaluator = self.registry.build_evaluator(name, weights or None, self.options.get("Threads"))
+        except BackendError as error:
+            self.info_string(f"{error}; falling back to material")
+            return self.registry.build_evaluator("material"), "material"
+        except (LoadError, OSError, ImportError) as error:
+            if weights != kept:
+                self.info_string(f"cannot load Weights {weights!r}: {error}; keeping "
+                                 f"{repr(kept) if kept else 'the shipped network'}")
+                self.options.values["Weights"] = kept
+                return self._load_evaluator(name, kept)
+            self.info_string(f"cannot load evaluator {name}: {error}; falling back to material")
+            return self.registry.build_evaluator("material"), "material"
+        self.loaded_weights[name] = weights
+        return evaluator, name
 
     def tuning_options(self) -> list[Option]:
         """Options of the current evaluator (with its wrappers) and search."""
@@ -304,11 +310,11 @@ class UciEngine:
         return not self.searching()
 
     def cmd_uci(self, args: list[str]) -> None:
-        if not self.searching():
-            self.ensure_backend(load=False)
         self.send(f"id name {NAME} {__version__}")
         self.send(f"id author {AUTHOR}")
-        for option in list(self.options) + self.tuning_options():
+        for problem in self.registry.problems:
+            self.info_string(problem)
+        for option in list(self.options) + list(self.declared_tuning.values()):
             self.send(option.uci_line())
         self.send("uciok")
 
@@ -328,15 +334,14 @@ class UciEngine:
         value_at = words.index("value") if "value" in words else len(words)
         name = " ".join(words[:value_at])
         raw = " ".join(words[value_at + 1:]) if value_at < len(words) else None
-        tuning = {o.name.lower(): o for o in self.tuning_options()}
         try:
-            if name.lower() in tuning:
-                option = tuning[name.lower()]
+            option = self.declared_tuning.get(name.lower())
+            if option is not None:
                 value = option.parse(raw)
                 self.tuning[option.name] = value
                 self.tuning_text[option.name] = raw or ""
-                self._apply_tuning(option.name, value)  # live: searches read their knobs as they go
-                if self.backend_loaded:
+                self._apply_tuning(option.name, value)  # live if its backend runs (searches read knobs as they go)
+                if self.evaluator is not None:
                     self._tell_notices(only_new=True)
                 return
             option, value = self.options.set(name, raw)
@@ -350,6 +355,10 @@ class UciEngine:
         name = option.name
         if option.rebuild:
             self.backend_dirty = True
+            if name == "Search":
+                self.search_chosen = True
+            elif name == "Evaluator" and not self.search_chosen:
+                self.options.values["Search"] = self.registry.natural_search(value)
             if self.searching():
                 self.info_string(f"{name} takes effect after the running search")
         elif name == "Clear Hash":
@@ -553,7 +562,8 @@ class UciEngine:
             return
         self.finish_search()
         self.ensure_backend()
-        run_bench(self.options.get("Evaluator"), self.options.get("Search"), self.options.get("Weights") or None,
+        evaluator, search = self.backend_names
+        run_bench(evaluator, search, self.options.get("Weights") or None,
                   nodes, out=self.send, threads=self.options.get("Threads"),
                   options={name: text for name, text in self.tuning_text.items()
                            if any(option.name == name for option in self.tuning_options())})

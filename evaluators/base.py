@@ -20,7 +20,8 @@ wrappers split the work for real.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Hashable, Optional, Sequence, Union
+from pathlib import Path
+from typing import Any, ClassVar, Hashable, Optional, Sequence, Union
 
 import chess
 
@@ -85,7 +86,31 @@ class Request:
         self.evaluation: Optional[Evaluation] = None
 
 
-class Evaluator(Configurable, ABC):
+class Pluggable:
+    """What the engine's registry reads from an evaluator class without building it (docs/plugins.md).
+
+    Declared once on the class, the registry derives from it the CLI's ``--eval`` and its help, the UCI
+    ``Evaluator`` combo, the option listing and bench.
+    """
+
+    #: The search it plays best with: the engine's choice when ``--search`` is left out or ``Evaluator`` is set alone.
+    NATURAL_SEARCH: ClassVar[str] = "alphabeta"
+    #: Its shipped network, a file name in weights/ (or an absolute path); "" when it reads no weights.
+    DEFAULT_WEIGHTS: ClassVar[str] = ""
+    #: A few words for ``--eval``'s help.
+    HELP: ClassVar[str] = ""
+    #: The wrappers the engine puts around it, outermost first (their options are listed with its own).
+    WRAPPERS: ClassVar[tuple[type, ...]] = ()
+
+    @classmethod
+    def create(cls, weights: Optional[Path], threads: int, lazy: bool) -> Any:
+        """The bare evaluator as the engine builds it: ``weights`` is the network file (None without
+        ``DEFAULT_WEIGHTS``), ``threads`` the UCI option Threads, ``lazy`` allows reading the weights at
+        :meth:`load` instead of now."""
+        return cls()
+
+
+class Evaluator(Configurable, Pluggable, ABC):
     """Scalar evaluator with optional move priors.
 
     Subclasses implement :meth:`centipawns` (cheap, used by alpha-beta) and
@@ -244,7 +269,7 @@ def value_centipawns(evaluator: Evaluator, board: chess.Board) -> int:
     return q_to_cp(evaluator.evaluate(board).value)
 
 
-class Comparator(Configurable, ABC):
+class Comparator(Configurable, Pluggable, ABC):
     """Pairwise evaluator: says which of two positions is better for White.
 
     Positions are turned into feature vectors once (:meth:`features`) and
@@ -252,6 +277,7 @@ class Comparator(Configurable, ABC):
     """
 
     name: str = "abstract-comparator"
+    NATURAL_SEARCH = "comparison"
 
     @abstractmethod
     def features(self, board: chess.Board) -> Any:

@@ -24,6 +24,7 @@ import chess
 import numpy as np
 
 from evaluators.base import Comparator, LoadError
+from evaluators.cache import CachedComparator
 from evaluators.bits773 import INPUT_SIZE, active_features, move_delta
 from evaluators.onnx_model import open_session
 from hackmate_core.options import Option
@@ -35,8 +36,17 @@ BLOCK_ROWS = 16
 
 class ComparatorEvaluator(Comparator):
     name = "comparator"
+    DEFAULT_WEIGHTS = "comparator.onnx"
+    HELP = "DeepChess pairwise network, ONNX + .npz"
+    WRAPPERS = (CachedComparator,)
     OPTIONS = (Option("IncrementalAccumulator", "check", True, attribute="incremental",
                       help="update the first layer by the features a move changes instead of recomputing it"),)
+
+    @classmethod
+    def create(cls, weights: Optional[Path], threads: int, lazy: bool) -> "ComparatorEvaluator":
+        """Read at once whatever ``lazy`` says: the numpy weights are small."""
+        assert weights is not None  # DEFAULT_WEIGHTS is set
+        return cls(weights)
 
     def __init__(self, path: Path) -> None:
         super().__init__()

@@ -16,6 +16,7 @@ import chess
 import numpy as np
 
 from evaluators.base import Evaluation, Evaluator, LoadError, MoveLists, value_centipawns
+from evaluators.cache import CachedEvaluator
 from evaluators.encoding import ENCODINGS, assemble, get_encoding
 from evaluators.moves import move_to_index
 from evaluators.onnx_model import open_session
@@ -27,8 +28,18 @@ KIND = "dqn-q-network"
 class DQNEvaluator(Evaluator):
     name = "dqn"
     has_policy = True
+    NATURAL_SEARCH = "puct"
+    DEFAULT_WEIGHTS = "dqn.onnx"
+    HELP = "DQN Q-network, ONNX: priors from its Q-values; alone with `go nodes 1`, or through puct"
+    WRAPPERS = (CachedEvaluator,)
     OPTIONS = (Option("QTemperature", "spin", 10, 1, 500, scale=100, attribute="temperature",
                       help="softmax temperature over the Q-values x100 (the priors PUCT searches with)"),)
+
+    @classmethod
+    def create(cls, weights: Optional[Path], threads: int, lazy: bool) -> "DQNEvaluator":
+        """Read at once whatever ``lazy`` says (the DQN is an experiment, not the engine's default)."""
+        assert weights is not None  # DEFAULT_WEIGHTS is set
+        return cls(weights, threads)
 
     def __init__(self, path: Path, threads: int = 1) -> None:
         super().__init__()

@@ -70,6 +70,7 @@ class MaterialEvaluator(Evaluator):
     """Sum of piece values; priors favour winning captures and promotions."""
 
     name = "material"
+    HELP = "piece values"
 
     def centipawns(self, board: chess.Board) -> int:
         score = 0
@@ -129,6 +130,7 @@ class PstEvaluator(MaterialEvaluator):
     """Material plus piece-square tables: knows about development and king safety."""
 
     name = "pst"
+    HELP = "material + piece-square tables"
 
     def centipawns(self, board: chess.Board) -> int:
         score = 0

@@ -30,6 +30,8 @@ import chess
 import numpy as np
 
 from evaluators.base import Evaluation, Evaluator, LoadError, MoveLists, Request, evaluate_in_stages, value_centipawns
+from evaluators.blend import BlendedEvaluator
+from evaluators.cache import CachedEvaluator
 from evaluators.encoding import ENCODINGS, Encoding, assemble, get_encoding, unflipped_bitboards, unpack_unflipped
 from evaluators.moves import move_to_index
 from evaluators.onnx_model import open_session
@@ -85,11 +87,21 @@ def _softmax_rows(logits: np.ndarray) -> np.ndarray:
 class ResNetEvaluator(Evaluator):
     name = "resnet"
     has_policy = True
+    NATURAL_SEARCH = "puct"
+    DEFAULT_WEIGHTS = "resnet.onnx"
+    HELP = "policy-value network, ONNX"
+    #: cache(blend(network)): the cache holds blended evaluations.
+    WRAPPERS = (CachedEvaluator, BlendedEvaluator)
     OPTIONS = (Option("PolicyTemperature", "spin", 100, 10, 500, scale=100, attribute="softmax_temperature",
                       help="softmax temperature of the policy head x100 (below 100 sharpens the priors)"),
                Option("Precision", "combo", "mixed", choices=PRECISIONS, attribute="precision",
                       help="fp32: the weights file alone; int8: its int8 copy (X-int8.onnx beside X.onnx, made by "
                            "tools.quantize); mixed: the int8 copy, and fp32 again where its two best moves are close"))
+
+    @classmethod
+    def create(cls, weights: Optional[Path], threads: int, lazy: bool) -> "ResNetEvaluator":
+        assert weights is not None  # DEFAULT_WEIGHTS is set
+        return cls(weights, threads, lazy)
 
     def __init__(self, path: Path, threads: int = 1, lazy: bool = False, int8: Optional[Path] = None) -> None:
         """``lazy``: read the weights at the first use or :meth:`load` (the engine answers `uci` before that);

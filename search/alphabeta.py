@@ -36,6 +36,8 @@ class AlphaBetaSearch(Search):
     """Iterative-deepening PVS; works with any :class:`Evaluator` through ``centipawns``."""
 
     name = "alphabeta"
+    HELP = "principal variation search over any scalar evaluator (material, pst, resnet's value, dqn)"
+    BENCH_NODES = 20000
 
     def __init__(self, evaluator: Evaluator) -> None:
         super().__init__()

@@ -6,10 +6,11 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, ClassVar, Optional
 
 import chess
 
+from evaluators.base import Evaluator
 from hackmate_core.options import Configurable
 from hackmate_core.score import mate_in_moves, uci_score
 from hackmate_core.tablebase import Tablebase
@@ -150,6 +151,11 @@ class Search(Configurable, ABC):
     name: str = "abstract"
     #: True when the search keeps a structure sized by ``Hash`` (a transposition table, a tree).
     uses_hash: bool = True
+    #: What the engine's registry reads without building it (docs/plugins.md): a few words for ``--search``'s help,
+    #: the evaluator interface the search is built over (``cls(evaluator)``), and bench's nodes per position.
+    HELP: ClassVar[str] = ""
+    EVALUATES_WITH: ClassVar[type] = Evaluator
+    BENCH_NODES: ClassVar[int] = 1000
 
     def __init__(self) -> None:
         super().__init__()

@@ -73,6 +73,9 @@ class Leaf:
 
 class ComparisonSearch(Search):
     name = "comparison"
+    HELP = "alpha-beta over positions the comparator compares (DeepChess), needs comparator"
+    EVALUATES_WITH = Comparator
+    BENCH_NODES = 5000
     OPTIONS = (
         Option("Quiescence", "check", True, attribute="quiescence",
                help="resolve captures before the comparator judges a leaf (it was trained on quiet positions)"),

@@ -140,6 +140,8 @@ class PuctSearch(Search):
     """PUCT over any evaluator that gives a value and move priors."""
 
     name = "puct"
+    HELP = "Monte-Carlo tree search (PUCT) over a value and move priors, best with resnet"
+    BENCH_NODES = 800
     OPTIONS = (
         Option("CPuct", "spin", 200, 10, 1000, scale=100, attribute="cpuct",
                help="exploration constant x100: higher spreads visits over more moves"),

@@ -20,7 +20,7 @@ from pathlib import Path
 import chess
 import pytest
 
-from engine.backends import DEFAULT_WEIGHTS
+from engine.backends import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ["pyproject.toml", "README.md", "engine", "evaluators", "search", "training", "tools", "weights"]
@@ -31,7 +31,9 @@ def test_the_editable_install_serves_the_repository_weights():
     import hackmate_weights
 
     assert hackmate_weights.WEIGHTS_DIR == ROOT / "weights"
-    assert all(path.parent == ROOT / "weights" and path.is_file() for path in DEFAULT_WEIGHTS.values())
+    shipped = [registry().weights_path(name, None) for name, cls in registry().evaluators.items()
+               if cls.DEFAULT_WEIGHTS]
+    assert len(shipped) == 3 and all(path.parent == ROOT / "weights" and path.is_file() for path in shipped)
 
 
 @pytest.fixture(scope="module")
@@ -77,12 +79,14 @@ def test_the_wheel_ships_every_network_and_module(installed):
 
 
 def test_the_installed_package_loads_its_networks(installed, tmp_path):
-    code = ("import engine, hackmate_weights; from engine.backends import DEFAULT_WEIGHTS, build_evaluator; "
+    code = ("import engine, hackmate_weights; from engine.backends import build_evaluator, registry; "
+            "assert not registry().problems, registry().problems; "  # the wheel declares the entry points
             "build_evaluator('resnet'); build_evaluator('comparator'); "  # raises if a file is missing
-            "print(engine.__file__, hackmate_weights.WEIGHTS_DIR, *DEFAULT_WEIGHTS.values())")
+            "print(engine.__file__, hackmate_weights.WEIGHTS_DIR, *(registry().weights_path(name, None) "
+            "for name, cls in registry().evaluators.items() if cls.DEFAULT_WEIGHTS))")
     paths = subprocess.run([str(installed / "bin" / "python"), "-c", code], check=True, capture_output=True,
                            text=True, cwd=tmp_path, timeout=60).stdout.split()
-    assert len(paths) == 2 + len(DEFAULT_WEIGHTS)
+    assert len(paths) == 2 + 3  # resnet, comparator, dqn
     assert all(Path(path).is_relative_to(installed) for path in paths), paths
 
 

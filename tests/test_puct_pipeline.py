@@ -229,10 +229,9 @@ def test_uci_answers_before_the_network_is_read():
     engine.send("uci")
     assert engine.lines[-1] == "uciok"
     assert any(line.startswith("option name TacticalPriors") for line in engine.lines)  # the backend's options
-    network = unwrap(engine.engine.evaluator)
-    assert network._session is None  # declared, not loaded
+    assert engine.engine.evaluator is None  # declared by the registry, not built
     engine.send("isready")
-    assert engine.lines[-1] == "readyok" and network._session is not None
+    assert engine.lines[-1] == "readyok" and unwrap(engine.engine.evaluator)._session is not None
     engine.close()
 
 

@@ -127,13 +127,6 @@ def test_short_fen_accepted(driver):
     assert engine.go("go depth 3").split()[1] == "a1a8"
 
 
-def test_missing_weights_fall_back_to_material(driver, tmp_path):
-    engine = driver("--eval", "resnet", "--weights", str(tmp_path / "missing.onnx"))
-    engine.send("isready")
-    assert any("falling back to material" in line for line in engine.strings())
-    assert engine.go("go depth 2").split()[1] != "0000"
-
-
 def test_multipv_reports_several_lines(driver):
     engine = driver("--eval", "material", "--search", "alphabeta")
     engine.send("setoption name MultiPV value 3")

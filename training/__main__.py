@@ -672,13 +672,13 @@ def rl_eval(players: tuple[str, ...], nodes: int, opponents: tuple[str, ...], sk
             pgn_dir: Optional[Path], seed: int) -> None:
     """Play networks against a random mover and Stockfish at a Skill Level; print W/D/L side by side."""
     import chess
-    from engine.backends import EVALUATOR_NAMES
+    from engine.backends import registry
     from training.rl.arena import MoverSpec, load_openings, play_match
     specs = []
     for player in players:
         name, _, weights = player.partition(":")
-        if name not in EVALUATOR_NAMES:
-            raise click.BadParameter(f"{name!r} is not an evaluator ({', '.join(EVALUATOR_NAMES)})",
+        if name not in registry().evaluators:
+            raise click.BadParameter(f"{name!r} is not an evaluator ({', '.join(registry().evaluators)})",
                                      param_hint="--player")
         specs.append(MoverSpec(name, weights, nodes))
     starts = load_openings(openings, 0, opening_plies, seed) if openings else [chess.Board()]
