@@ -17,6 +17,19 @@ static inline int lsb(cb_bitboard b) { return __builtin_ctzll(b); }
 static inline int msb(cb_bitboard b) { return 63 - __builtin_clzll(b); }
 static inline int popcount(cb_bitboard b) { return __builtin_popcountll(b); }
 #else
+#if defined(_MSC_VER) && (defined(_M_X64) || defined(_M_ARM64))
+#include <intrin.h>
+static inline int lsb(cb_bitboard b) {
+    unsigned long square;
+    _BitScanForward64(&square, b);
+    return (int)square;
+}
+static inline int msb(cb_bitboard b) {
+    unsigned long square;
+    _BitScanReverse64(&square, b);
+    return (int)square;
+}
+#else
 static inline int lsb(cb_bitboard b) {
     int square = 0;
     while (!(b & 1)) { b >>= 1; square++; }
@@ -27,6 +40,7 @@ static inline int msb(cb_bitboard b) {
     while (b >>= 1) square++;
     return square;
 }
+#endif
 static inline int popcount(cb_bitboard b) {
     b = b - ((b >> 1) & 0x5555555555555555ULL);
     b = (b & 0x3333333333333333ULL) + ((b >> 2) & 0x3333333333333333ULL);
