@@ -43,7 +43,7 @@ from engine import AUTHOR, NAME, __version__
 from engine.backends import DEFAULT_EVALUATOR, AnyEvaluator, BackendError, apply_hash, registry
 from engine.options import OptionSet
 from engine.timeman import GoParams, allocate
-from hackmate_core import exchange, rules, score
+from hackmate_core import compiled, exchange, rules, score
 from evaluators.base import LoadError
 from hackmate_core.options import Option, OptionError
 from hackmate_core.tablebase import Tablebase
@@ -314,6 +314,8 @@ class UciEngine:
         self.send(f"id author {AUTHOR}")
         for problem in self.registry.problems:
             self.info_string(problem)
+        if compiled.why_not:
+            self.info_string(compiled.why_not)
         for option in list(self.options) + list(self.declared_tuning.values()):
             self.send(option.uci_line())
         self.send("uciok")

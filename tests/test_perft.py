@@ -9,6 +9,8 @@ cases are skipped; otherwise a missing extension fails them.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import chess
 import pytest
@@ -118,3 +120,11 @@ def test_a_bad_perft_depth_gets_an_info_string(args):
     lines = go_perft(driver, f"go perft {args}")
     assert len(lines) == 1 and lines[0].startswith("info string usage: go perft N")
     driver.close()
+
+
+def test_the_engine_says_once_at_uci_that_the_pure_python_path_runs():
+    env = {**os.environ, compiled.PURE_PYTHON_VARIABLE: "1"}
+    out = subprocess.run([sys.executable, "-m", "engine"], input="uci\nquit\n", capture_output=True, text=True,
+                         env=env, timeout=60).stdout
+    assert out.count("info string HACKMATE_PURE_PYTHON is set: the pure-Python path runs") == 1
+    assert out.rstrip().endswith("uciok")
