@@ -13,7 +13,7 @@ from typing import Optional
 
 import pytest
 
-from tools.match import find_stockfish
+from hackmate_core.uci_engines import find_stockfish
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

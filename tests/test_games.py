@@ -8,8 +8,10 @@ import chess
 import chess.engine
 import pytest
 
+from hackmate_core.games import Mover, outcome, play_game as play_movers
+from hackmate_core.openings import load_openings
 from tests.conftest import ROOT, engine_command, needs_stockfish, stockfish_path
-from tools.match import Player, TimeControl, load_openings, play_game, run_match
+from tools.match import Player, TimeControl, play_game, run_match
 
 COMBINATIONS = [("material", "alphabeta"), ("pst", "alphabeta"), ("material", "puct"), ("pst", "puct"),
                 ("resnet", "puct"), ("resnet", "alphabeta"), ("comparator", "comparison")]
@@ -41,8 +43,30 @@ def test_full_games_against_stockfish_without_time_loss(tmp_path):
     stats = run_match(ours, stockfish, [chess.Board()], 2, TimeControl(3.0, 0.05), 2, pgn, log=lambda _: None)
     assert stats.games == 2
     text = pgn.read_text()
-    assert "time forfeit" not in text and "rules infraction" not in text
+    assert "time forfeit" not in text and "rules infraction" not in text and "illegal move" not in text
     assert text.count("[Termination") == 2
+
+
+class Moves(Mover):
+    """Plays the given moves in order."""
+
+    def __init__(self, moves: str) -> None:
+        self.moves = [chess.Move.from_uci(move) for move in moves.split()]
+
+    def choose(self, board: chess.Board) -> chess.Move:
+        return self.moves.pop(0)
+
+
+def test_games_end_by_the_draws_an_arbiter_grants():
+    """Threefold repetition and the fifty-move rule end a game as soon as the side to move may claim them,
+    also by announcing the move that completes them; a checkmate comes first."""
+    white, black = "g1f3 f3g1 g1f3 f3g1", "g8f6 f6g8 g8f6 f6g8"
+    repeated = play_movers(Moves(white), Moves(black), chess.Board())  # f6g8 would be the third start position
+    assert (repeated.result, repeated.termination, len(repeated.moves)) == ("1/2-1/2", "normal", 7)
+    assert outcome(chess.Board("4k3/8/8/8/8/8/8/R3K3 w - - 99 80")).termination == chess.Termination.FIFTY_MOVES
+    assert outcome(chess.Board("R6k/8/6K1/8/8/8/8/8 b - - 100 80")).termination == chess.Termination.CHECKMATE
+    cap = play_movers(Moves(white), Moves(black), chess.Board(), max_plies=3)
+    assert (cap.result, cap.termination, len(cap.moves)) == ("1/2-1/2", "adjudication (ply limit)", 3)
 
 
 def test_openings_are_read_from_pgn_and_epd(tmp_path):

@@ -23,10 +23,10 @@ def test_games_end_by_rule_by_illegal_move_or_at_the_ply_limit():
     mated = play_game(Fixed(["f2f3", "g2g4"]), Fixed(["e7e5", "d8h4"]), chess.Board())
     assert mated.white_score == 0.0 and mated.termination == "normal"
     illegal = play_game(Fixed(["e2e5"]), RandomMover(1), chess.Board())
-    assert illegal.white_score == 0.0 and illegal.termination.startswith("illegal move e2e5")
+    assert illegal.white_score == 0.0 and illegal.termination == "rules infraction (illegal move e2e5 by mover)"
     long = play_game(RandomMover(1), RandomMover(2), chess.Board(), max_plies=10)
-    assert long.white_score == 0.5 and long.termination == "ply limit" and len(long.moves) == 10
-    game = long.pgn("a", "b", "1")
+    assert long.white_score == 0.5 and long.termination == "adjudication (ply limit)" and len(long.moves) == 10
+    game = long.pgn(White="a", Black="b")
     assert game.headers["Result"] == "1/2-1/2" and len(list(game.mainline_moves())) == 10
 
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from engine.timeman import GoParams, allocate
-from tools.elo import MatchStats, score_to_elo
+from hackmate_core.elo import MatchStats, score_to_elo
 from tests.uci_inprocess import Driver
 
 

@@ -1,4 +1,4 @@
-"""The match runner's adjudication and the EPD test-suite runner."""
+"""The match runner's adjudication, the openings loader and the EPD test-suite runner."""
 
 from __future__ import annotations
 
@@ -6,13 +6,14 @@ import sys
 
 import chess
 import chess.engine
-import click
 import pytest
 from click.testing import CliRunner
 
 from engine.options import DEFAULT_THREADS
-from tools.match import Adjudication, cli as match_cli, load_openings, with_thread_share
-from tools.suite import is_solved, load_suite, run_suite
+from hackmate_core.epd import BadLine, EpdPosition, InputError, read_epd
+from hackmate_core.openings import load_openings
+from tools.match import Adjudication, cli as match_cli, with_thread_share
+from tools.suite import cli as suite_cli, is_solved, load_suite, run_suite
 
 LATE = chess.Board("4k3/8/8/8/8/8/8/4K3 w - - 0 60")  # past move 40
 EARLY = chess.Board("4k3/8/8/8/8/8/8/4K3 w - - 0 20")
@@ -40,9 +41,9 @@ def test_suite_scoring(tmp_path):
     epd.write_text('6k1/5ppp/8/8/8/8/8/R5K1 w - - bm Ra8#; id "back rank";\n'
                    '4k3/8/4p3/3p4/8/8/3Q4/4K3 w - - am Qxd5; id "poisoned";\n'
                    '4k3/8/8/8/8/8/8/4K3 w - - id "no opcode";\n')
-    positions = load_suite(epd)
-    assert len(positions) == 2
-    board, ops = positions[0]
+    positions, unscored = load_suite(epd)
+    assert len(positions) == 2 and unscored == 1
+    ops = positions[0].operations
     assert is_solved(chess.Move.from_uci("a1a8"), ops) and not is_solved(chess.Move.from_uci("a1a7"), ops)
     assert not is_solved(None, ops)
     command = [sys.executable, "-m", "engine", "--eval", "material", "--search", "alphabeta"]
@@ -53,8 +54,21 @@ def test_suite_scoring(tmp_path):
 def test_suite_rejects_a_malformed_line(tmp_path):
     epd = tmp_path / "bad.epd"
     epd.write_text("this is not a position bm e4;\n")
-    with pytest.raises(click.ClickException, match="line 1"):
+    with pytest.raises(InputError, match="1 of 1 lines are not legal positions:\n  line 1: "):
         load_suite(epd)
+    result = CliRunner().invoke(suite_cli, [str(epd)])
+    assert result.exit_code == 1 and "Error:" in result.output and "line 1" in result.output
+
+
+def test_the_epd_reader_names_every_line_it_cannot_read():
+    lines = ['6k1/5ppp/8/8/8/8/8/R5K1 w - - bm Ra8#; id "m1";', "", "garbage", "8/8/8/8/8/8/8/8 w - -",
+             "4k3/8/8/8/8/8/8/4K3 b - - ce 12;"]
+    first, garbage, kingless, last = read_epd(lines)
+    assert isinstance(first, EpdPosition) and first.line == 1 and first.operations["id"] == "m1"
+    assert first.operations["bm"] == [chess.Move.from_uci("a1a8")]
+    assert isinstance(garbage, BadLine) and garbage.line == 3
+    assert isinstance(kingless, BadLine) and str(kingless).startswith("line 4: not a legal position")
+    assert isinstance(last, EpdPosition) and last.line == 5 and last.operations == {"ce": 12}
 
 
 def test_match_openings_list_every_unplayable_line(tmp_path):
@@ -64,9 +78,9 @@ def test_match_openings_list_every_unplayable_line(tmp_path):
                    "this is not a position\n"
                    "8/8/8/8/8/8/8/8 w - -\n"
                    "7k/5QQ1/8/8/8/8/8/K7 b - -\n")
-    with pytest.raises(click.ClickException) as raised:
+    with pytest.raises(InputError) as raised:
         load_openings(epd, 0, 1)
-    message = raised.value.message
+    message = str(raised.value)
     assert message.startswith(f"{epd}: 3 of 4 lines are not playable openings")
     assert "line 3: expected 'w' or 'b'" in message and "line 4: not a legal position" in message
     assert "line 5: the game is already over" in message and "line 1" not in message
@@ -79,10 +93,10 @@ def test_match_openings_list_every_unplayable_line(tmp_path):
 def test_match_openings_name_the_pgn_game_with_an_illegal_move(tmp_path):
     pgn = tmp_path / "openings.pgn"
     pgn.write_text('[Result "*"]\n\n1. e4 e5 *\n\n[Result "*"]\n\n1. e4 e5 2. Ke3 *\n')
-    with pytest.raises(click.ClickException, match=r"1 of 2 games .*\n  game 2: illegal san: 'Ke3'"):
+    with pytest.raises(InputError, match=r"1 of 2 games .*\n  game 2: illegal san: 'Ke3'"):
         load_openings(pgn, 0, 1)
     (tmp_path / "empty.epd").write_text("\n")
-    with pytest.raises(click.ClickException, match="no opening positions"):
+    with pytest.raises(InputError, match="no opening positions"):
         load_openings(tmp_path / "empty.epd", 0, 1)
 
 

@@ -2,15 +2,14 @@
 
 Openings come from an EPD or PGN file and each is played twice with colours
 swapped (paired openings). The clocks are kept here, so an engine that
-oversteps its time loses on time exactly as under a GUI.
+oversteps its time loses on time exactly as under a GUI; games end by the
+rules of hackmate_core.games, or earlier by adjudication.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import shlex
-import shutil
 import sys
 import threading
 import time
@@ -25,9 +24,12 @@ import chess.pgn
 import click
 
 from engine.options import DEFAULT_THREADS
-from tools.elo import MatchStats
+from hackmate_core.elo import MatchStats
+from hackmate_core.epd import InputError
+from hackmate_core.games import MAX_PLIES, Forfeit, Mover, play_game as play_movers
+from hackmate_core.openings import load_openings
+from hackmate_core.uci_engines import find_stockfish
 
-MAX_PLIES = 400  # adjudicated as a draw beyond this
 MATE_CP = 100_000
 
 
@@ -82,126 +84,62 @@ class TimeControl:
         return cls(float(base), float(inc or 0))
 
 
-def load_openings(path: Optional[Path], limit: int, seed: int, plies: int = 0) -> list[chess.Board]:
-    """Starting positions from an EPD file (one per line) or a PGN file.
+class UciMover(Mover):
+    """A UCI engine on the match's clocks: it loses on time, or when it crashes or answers no move.
 
-    For PGN the first ``plies`` moves of each game are used (all moves when 0);
-    duplicates are dropped so that every pair of games starts differently. As in
-    tools.suite, unreadable input is a clear error, never a crash or a silent
-    skip: every EPD line or PGN game that is not a playable position is listed
-    by file and line (or game) number, with their count.
+    The clocks are the game's (shared by both movers); every score it reports is added to ``scores``,
+    White's view, for the adjudication.
     """
-    if path is None:
-        return [chess.Board()]
-    boards: list[chess.Board] = []
-    bad: list[str] = []
-    if path.suffix.lower() == ".pgn":
-        unit, total = "games", 0
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            while (game := chess.pgn.read_game(handle)) is not None:
-                total += 1
-                if game.errors:
-                    bad.append(f"game {total}: {game.errors[0]}")
-                    continue
-                board = game.board()
-                for ply, move in enumerate(game.mainline_moves()):
-                    if plies and ply >= plies:
-                        break
-                    board.push(move)
-                if board.is_game_over():
-                    bad.append(f"game {total}: the game is over after {board.ply()} plies")
-                else:
-                    boards.append(board)
-    else:
-        unit, total = "lines", 0
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            total += 1
-            try:
-                board, _ = chess.Board.from_epd(line)
-            except ValueError as error:
-                bad.append(f"line {number}: {error}")
-                continue
-            if not board.is_valid():
-                bad.append(f"line {number}: not a legal position ({board.status().name})")
-            elif board.is_game_over():
-                bad.append(f"line {number}: the game is already over")
-            else:
-                boards.append(board)
-    if bad:
-        shown = bad[:20] + ([f"... and {len(bad) - 20} more"] if len(bad) > 20 else [])
-        raise click.ClickException(f"{path}: {len(bad)} of {total} {unit} are not playable openings:\n  "
-                                   + "\n  ".join(shown))
-    if not boards:
-        raise click.ClickException(f"{path}: no opening positions")
-    unique = list({board.epd(): board for board in boards}.values())
-    random.Random(seed).shuffle(unique)
-    return unique[:limit] if limit else unique
+
+    def __init__(self, player: Player, tc: TimeControl, clocks: dict[chess.Color, float],
+                 scores: list[Optional[int]], round_name: str) -> None:
+        self.name, self.tc, self.clocks, self.scores, self.round_name = player.name, tc, clocks, scores, round_name
+        self.engine = chess.engine.SimpleEngine.popen_uci(player.command, stderr=None)
+        self.engine.configure(dict(player.options))
+
+    def choose(self, board: chess.Board) -> chess.Move:
+        limit = chess.engine.Limit(white_clock=self.clocks[chess.WHITE], black_clock=self.clocks[chess.BLACK],
+                                   white_inc=self.tc.increment_s, black_inc=self.tc.increment_s)
+        started = time.monotonic()
+        try:
+            played = self.engine.play(board, limit, game=self.round_name, info=chess.engine.INFO_SCORE)
+        except (chess.engine.EngineError, chess.engine.EngineTerminatedError) as error:
+            raise Forfeit(f"rules infraction ({error})") from None
+        self.clocks[board.turn] -= time.monotonic() - started
+        if self.clocks[board.turn] < 0:
+            raise Forfeit("time forfeit")
+        self.clocks[board.turn] += self.tc.increment_s
+        if played.move is None:
+            raise Forfeit(f"rules infraction (no move from {self.name})")
+        score = played.info.get("score")
+        self.scores.append(None if score is None else score.white().score(mate_score=MATE_CP))
+        return played.move
+
+    def close(self) -> None:
+        try:
+            self.engine.quit()
+        except (chess.engine.EngineError, chess.engine.EngineTerminatedError, TimeoutError):
+            self.engine.close()
 
 
 def play_game(white: Player, black: Player, opening: chess.Board, tc: TimeControl,
               round_name: str, adjudication: Optional[Adjudication] = None) -> chess.pgn.Game:
-    """One game with clocks; returns the PGN with Result and Termination tags."""
-    board = opening.copy()
-    white_scores: list[Optional[int]] = []
+    """One game with clocks (hackmate_core.games' rules); returns the PGN with Result and Termination tags."""
     clocks = {chess.WHITE: tc.base_s, chess.BLACK: tc.base_s}
-    engines = {}
-    termination = "normal"
-    result = "*"
+    white_scores: list[Optional[int]] = []
+    movers: list[UciMover] = []
     try:
-        for color, player in ((chess.WHITE, white), (chess.BLACK, black)):
-            engine = chess.engine.SimpleEngine.popen_uci(player.command, stderr=None)
-            engine.configure({k: v for k, v in player.options.items()})
-            engines[color] = engine
-        for engine in engines.values():
-            engine.ping()
-        while not board.is_game_over(claim_draw=True) and board.ply() < MAX_PLIES + opening.ply():
-            mover = board.turn
-            limit = chess.engine.Limit(white_clock=clocks[chess.WHITE], black_clock=clocks[chess.BLACK],
-                                       white_inc=tc.increment_s, black_inc=tc.increment_s)
-            started = time.monotonic()
-            try:
-                played = engines[mover].play(board, limit, game=round_name, info=chess.engine.INFO_SCORE)
-            except (chess.engine.EngineError, chess.engine.EngineTerminatedError) as error:
-                termination = f"rules infraction ({error})"
-                result = "0-1" if mover == chess.WHITE else "1-0"
-                break
-            clocks[mover] -= time.monotonic() - started
-            if clocks[mover] < 0:
-                termination = "time forfeit"
-                result = "0-1" if mover == chess.WHITE else "1-0"
-                break
-            clocks[mover] += tc.increment_s
-            if played.move is None or played.move not in board.legal_moves:
-                termination = f"rules infraction (illegal move {played.move})"
-                result = "0-1" if mover == chess.WHITE else "1-0"
-                break
-            board.push(played.move)
-            score = played.info.get("score")
-            white_scores.append(None if score is None else score.white().score(mate_score=MATE_CP))
-            verdict = adjudication.verdict(board, white_scores) if adjudication else None
-            if verdict is not None:
-                result, termination = verdict
-                break
-        else:
-            outcome = board.outcome(claim_draw=True)
-            if outcome is not None:
-                result = outcome.result()
-            else:
-                result, termination = "1/2-1/2", "adjudication (move limit)"
+        for player in (white, black):
+            movers.append(UciMover(player, tc, clocks, white_scores, round_name))
+        for mover in movers:
+            mover.engine.ping()
+        adjudicate = (lambda board: adjudication.verdict(board, white_scores)) if adjudication else None
+        record = play_movers(movers[0], movers[1], opening, MAX_PLIES, adjudicate)
     finally:
-        for engine in engines.values():
-            try:
-                engine.quit()
-            except (chess.engine.EngineError, chess.engine.EngineTerminatedError, TimeoutError):
-                engine.close()
-    game = chess.pgn.Game.from_board(board)
-    game.headers.update({"Event": "hackmate match", "Round": round_name, "White": white.name,
-                         "Black": black.name, "Result": result, "Termination": termination,
-                         "TimeControl": f"{tc.base_s:g}+{tc.increment_s:g}"})
-    return game
+        for mover in movers:
+            mover.close()
+    return record.pgn(Event="hackmate match", Round=round_name, White=white.name, Black=black.name,
+                      TimeControl=f"{tc.base_s:g}+{tc.increment_s:g}")
 
 
 def run_match(ours: Player, theirs: Player, openings: list[chess.Board], games: int, tc: TimeControl,
@@ -264,11 +202,6 @@ def with_thread_share(options: dict[str, str], concurrency: int) -> dict[str, st
     return {**options, "Threads": str(max(1, min(DEFAULT_THREADS, (os.cpu_count() or 1) // concurrency)))}
 
 
-def find_stockfish() -> Optional[str]:
-    """Debian installs Stockfish in /usr/games, which is not always on PATH."""
-    return shutil.which("stockfish") or (shutil.which("stockfish", path="/usr/games"))
-
-
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--engine-args", default="", help="Arguments for our engine, e.g. '--eval material --search alphabeta'.")
 @click.option("--engine-option", "engine_options", multiple=True, help="UCI option NAME=VALUE for our engine.")
@@ -311,7 +244,10 @@ def cli(engine_args: str, engine_options: tuple[str, ...], opponent: str, oppone
             command = [found]
         opts = parse_options(opponent_options)
         theirs = Player(" ".join(command) + "".join(f" {k}={v}" for k, v in opts.items()), command, opts)
-    positions = load_openings(openings, (games + 1) // 2, seed, opening_plies)
+    try:
+        positions = load_openings(openings, (games + 1) // 2, seed, opening_plies)
+    except InputError as error:
+        raise click.ClickException(str(error)) from None
     stats = run_match(ours, theirs, positions, games, TimeControl.parse(tc), concurrency, pgn_out,
                       adjudication=Adjudication() if adjudicate else None)
     click.echo(f"Final: {ours.name} vs {theirs.name} at {tc}: {stats.summary()}")

@@ -18,6 +18,7 @@ import chess
 import chess.engine
 import click
 
+from hackmate_core.epd import BadLine, EpdPosition, InputError, read_epd
 from tools.match import parse_options
 
 
@@ -33,20 +34,19 @@ class SuiteResult:
         return f"solved {self.solved}/{self.total} ({share:.1f}%), {self.nodes} nodes"
 
 
-def load_suite(path: Path) -> list[tuple[chess.Board, dict]]:
-    """(board, opcodes) for every EPD line with a `bm` or `am` opcode; a malformed line is a clear error."""
-    positions = []
+def load_suite(path: Path) -> tuple[list[EpdPosition], int]:
+    """The positions with a `bm` or `am` operation, and how many others the file holds (they cannot be scored).
+
+    A line that is not a legal position makes the whole suite an error that lists every such line.
+    """
     with open(path, encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                board, ops = chess.Board.from_epd(line.strip())
-            except ValueError as error:
-                raise click.ClickException(f"{path} line {number}: {error}") from error
-            if ops.get("bm") or ops.get("am"):
-                positions.append((board, ops))
-    return positions
+        entries = list(read_epd(handle))
+    bad = [entry for entry in entries if isinstance(entry, BadLine)]
+    if bad:
+        raise InputError.listing(path, bad, len(entries), "lines", "are not legal positions")
+    positions = [entry for entry in entries if isinstance(entry, EpdPosition)]
+    scored = [position for position in positions if position.operations.get("bm") or position.operations.get("am")]
+    return scored, len(positions) - len(scored)
 
 
 def is_solved(move: Optional[chess.Move], ops: dict) -> bool:
@@ -57,12 +57,13 @@ def is_solved(move: Optional[chess.Move], ops: dict) -> bool:
     return move not in ops.get("am", [])
 
 
-def run_suite(command: list[str], options: dict[str, str], positions: list[tuple[chess.Board, dict]],
+def run_suite(command: list[str], options: dict[str, str], positions: list[EpdPosition],
               limit: chess.engine.Limit, verbose: bool = False) -> SuiteResult:
     result = SuiteResult()
     with chess.engine.SimpleEngine.popen_uci(command) as engine:
         engine.configure(options)
-        for board, ops in positions:
+        for position in positions:
+            board, ops = position.board, position.operations
             played = engine.play(board, limit, info=chess.engine.INFO_BASIC, game=object())
             solved = is_solved(played.move, ops)
             result.total += 1
@@ -91,7 +92,13 @@ def cli(epd: Path, engine_args: str, engine_command: str, options: tuple[str, ..
     """Score an engine on an EPD suite: the share of positions where it plays a `bm` move (or avoids `am`)."""
     command = shlex.split(engine_command) if engine_command else [sys.executable, "-m", "engine",
                                                                  *shlex.split(engine_args)]
-    positions = load_suite(epd)[:count or None]
+    try:
+        positions, unscored = load_suite(epd)
+    except InputError as error:
+        raise click.ClickException(str(error)) from None
+    if unscored:
+        click.echo(f"{epd.name}: {unscored} positions without bm or am are not scored")
+    positions = positions[:count or None]
     limit = chess.engine.Limit(nodes=nodes) if nodes else chess.engine.Limit(time=movetime / 1000)
     result = run_suite(command, parse_options(options), positions, limit, verbose)
     budget = f"{nodes} nodes" if nodes else f"{movetime} ms"

@@ -32,6 +32,7 @@ import chess.pgn
 import chess.polyglot
 
 from evaluators.encoding import get_encoding
+from hackmate_core.epd import BadLine, read_epd
 from training.pgn import COMPRESSED, DataError, ReadStats, create_text, iter_games, open_text
 from training.processes import SPAWN
 from training.shards import DEFAULT_TEMPERATURE, ShardWriter, dir_keys, engine_label, read_meta, side_result
@@ -150,15 +151,11 @@ def _games(path: Path, stats: ReadStats) -> Iterator[tuple[int, list[chess.Board
 
 def _epd_positions(path: Path, stats: ReadStats) -> Iterator[tuple[int, list[chess.Board], str]]:
     with open_text(path) as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                board, _ = chess.Board.from_epd(line.strip())
-            except ValueError as error:
-                stats.error("bad EPD lines", f"{path.name} line {number}: {error}")
-                continue
-            yield -1, [board], "*"
+        for entry in read_epd(handle):
+            if isinstance(entry, BadLine):
+                stats.error("bad EPD lines", f"{path.name} {entry}")
+            else:
+                yield -1, [entry.board], "*"
 
 
 def select_positions(config: LabelConfig, summary: Summary, excluded: set[int]) -> Iterator[Candidate]:

@@ -19,6 +19,7 @@ from typing import Iterator, Optional, TextIO
 import chess
 import chess.pgn
 
+from hackmate_core.epd import BadLine, read_epd
 from hackmate_core.score import cp_to_q
 
 RESULT_WHITE = {"1-0": 1, "0-1": -1, "1/2-1/2": 0}
@@ -151,20 +152,16 @@ def iter_positions(path: Path, stats: ReadStats, *, skip_plies: int = 0, min_rat
 def iter_epd(path: Path, stats: ReadStats) -> Iterator[Position]:
     """Positions of an EPD file with a `bm` (best move) opcode; `ce` (centipawns, side to move) if present."""
     with open_text(path) as handle:
-        for line_number, line in enumerate(handle, 1):
-            if not line.strip():
+        for entry in read_epd(handle):
+            if isinstance(entry, BadLine):
+                stats.error("bad EPD lines", f"{path.name} {entry}")
                 continue
-            try:
-                board, ops = chess.Board.from_epd(line.strip())
-            except ValueError as error:
-                stats.error("bad EPD lines", f"{path.name} line {line_number}: {error}")
-                continue
-            best = ops.get("bm")
+            best = entry.operations.get("bm")
             if not best:
                 stats.skipped["EPD lines without bm"] += 1
                 continue
-            ce = ops.get("ce")
+            ce = entry.operations.get("ce")
             eval_q = cp_to_q(float(ce)) if isinstance(ce, (int, float)) else None
             stats.positions += 1
             result = 0 if eval_q is None else (1 if eval_q > 0.5 else -1 if eval_q < -0.5 else 0)
-            yield Position(board, best[0], result, eval_q, line_number)  # type: ignore[index]
+            yield Position(entry.board, best[0], result, eval_q, entry.line)  # type: ignore[index]

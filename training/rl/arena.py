@@ -4,46 +4,28 @@ The three trainers use it for their evaluation games (DQN against a random
 mover, PPO against Stockfish's `Skill Level`, AlphaZero's gating matches) and
 `python -m training rl-eval` for the reported results. A :class:`MoverSpec` is
 a picklable recipe, so that matches run in worker processes that build their
-own networks and engines. Games end by the rules of :mod:`hackmate_core.rules`
-(repetition: the third occurrence) or as a draw at a ply limit.
+own networks and engines. Games are played by :mod:`hackmate_core.games`, the
+runner and game-end rules that matches use too (draws as an arbiter grants
+them: fifty moves and threefold repetition once claimable), drawn at a ply limit.
 """
 
 from __future__ import annotations
 
 import random
-from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
 import chess
 import chess.engine
-import chess.pgn
 
 from evaluators.base import Evaluator
-from hackmate_core.rules import game_result
+from hackmate_core.elo import MatchStats
+from hackmate_core.games import MAX_PLIES, GameRecord, Mover, play_game, white_score
+from hackmate_core.openings import load_openings as openings_of_file
+from hackmate_core.uci_engines import find_stockfish
 from search.base import SearchControl
-from tools.elo import MatchStats
 from training.processes import process_pool
-
-#: Games longer than this (plies after the opening) are drawn.
-MAX_PLIES = 400
-
-
-class Mover(ABC):
-    """Something that picks a move in a position."""
-
-    name: str = "mover"
-
-    @abstractmethod
-    def choose(self, board: chess.Board) -> chess.Move:
-        """A legal move of ``board`` (which must not be modified)."""
-
-    def new_game(self) -> None:
-        """Forget the previous game."""
-
-    def close(self) -> None:
-        """Release processes and files."""
 
 
 class RandomMover(Mover):
@@ -115,7 +97,6 @@ class EngineMover(Mover):
 
 def stockfish(skill: int, nodes: int) -> EngineMover:
     """Stockfish at ``Skill Level`` ``skill`` (0-20), one thread, ``nodes`` nodes a move."""
-    from tools.match import find_stockfish
     command = find_stockfish()
     if command is None:
         raise FileNotFoundError("stockfish not found (apt-get install stockfish, or put it on PATH)")
@@ -170,53 +151,6 @@ class MoverSpec:
         return evaluator_mover(evaluator, self.nodes, self.label)
 
 
-def white_score(board: chess.Board) -> Optional[float]:
-    """White's score (1, 0.5, 0) when the game is over by rule, else None."""
-    result = game_result(board, list(board.legal_moves), 0)
-    if result is None:
-        return None
-    return 0.5 if result == 0 else (0.0 if board.turn == chess.WHITE else 1.0)
-
-
-@dataclass
-class GameRecord:
-    opening: chess.Board
-    moves: list[chess.Move]
-    white_score: float
-    termination: str
-
-    def pgn(self, white: str, black: str, round_name: str) -> chess.pgn.Game:
-        game = chess.pgn.Game.from_board(self.opening)  # the opening's own moves, if it has them
-        node: chess.pgn.GameNode = game.end()
-        for move in self.moves:
-            node = node.add_variation(move)
-        result = {1.0: "1-0", 0.5: "1/2-1/2", 0.0: "0-1"}[self.white_score]
-        game.headers.update({"Event": "hackmate rl", "Round": round_name, "White": white, "Black": black,
-                             "Result": result, "Termination": self.termination})
-        return game
-
-
-def play_game(white: Mover, black: Mover, opening: chess.Board, max_plies: int = MAX_PLIES) -> GameRecord:
-    """One game from ``opening``; an illegal move loses, ``max_plies`` plies without a result draw."""
-    board = opening.copy()
-    moves: list[chess.Move] = []
-    white.new_game()
-    black.new_game()
-    while True:
-        score = white_score(board)
-        if score is not None:
-            return GameRecord(opening, moves, score, "normal")
-        if len(moves) >= max_plies:
-            return GameRecord(opening, moves, 0.5, "ply limit")
-        mover = white if board.turn == chess.WHITE else black
-        move = mover.choose(board)
-        if not board.is_legal(move):
-            return GameRecord(opening, moves, 0.0 if board.turn == chess.WHITE else 1.0,
-                              f"illegal move {move} by {mover.name}")
-        board.push(move)
-        moves.append(move)
-
-
 def random_openings(count: int, plies: int, seed: int) -> list[chess.Board]:
     """``count`` distinct positions after ``plies`` random plies from the start (games not over)."""
     rng = random.Random(seed)
@@ -237,13 +171,7 @@ def random_openings(count: int, plies: int, seed: int) -> list[chess.Board]:
 
 def load_openings(path: Optional[Path], count: int, plies: int, seed: int) -> list[chess.Board]:
     """Openings from a PGN (its first ``plies`` plies) or EPD file, or ``plies`` random plies without one."""
-    if path is None:
-        return random_openings(count, plies, seed)
-    from tools.match import load_openings as from_file
-    boards = from_file(path, count, seed, plies)
-    if not boards:
-        raise ValueError(f"{path}: no opening positions")
-    return boards
+    return random_openings(count, plies, seed) if path is None else openings_of_file(path, count, seed, plies)
 
 
 def _play_one(job: tuple) -> tuple[int, GameRecord, str, str]:
@@ -281,7 +209,8 @@ def play_match(first: MoverSpec, second: MoverSpec, openings: list[chess.Board],
             stats.losses += score == 0.0
             bar.set_postfix_str(f"W {stats.wins} D {stats.draws} L {stats.losses}")
             if handle:
-                print(record.pgn(white, black, str(index + 1)), file=handle, end="\n\n", flush=True)
+                game = record.pgn(Event="hackmate rl", Round=str(index + 1), White=white, Black=black)
+                print(game, file=handle, end="\n\n", flush=True)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
