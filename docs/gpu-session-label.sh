@@ -11,7 +11,7 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT" runs
 SOURCES=${SOURCES:-.carry/sel-s31.epd.xz .carry/sel-decisive-pg16.epd.xz}
 NODES=${NODES:-5000}; MIN=${MIN:-8.2}
 nproc; nvidia-smi -L 2>/dev/null; python3 -c "import torch; print(torch.__version__, torch.cuda.is_available())"
-python3 -c "from pathlib import Path; from tools.gpu_recipe import unpack_engine
+python3 -c "from pathlib import Path; from training.gpu_recipe import unpack_engine
 unpack_engine(Path('.carry/stockfish.xz'), Path('runs'))"
 python3 -m training import-labels .carry/sf15-multipv6-25k.jsonl.gz --out runs/shared > runs/import.log 2>&1 &
 # shellcheck disable=SC2086

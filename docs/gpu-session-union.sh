@@ -35,7 +35,7 @@ WORKERS=$(( $(nproc) > 3 ? $(nproc) - 2 : 1 ))
 left() { python3 -c "print(max(0.05, ($MIN * 60 - ($SECONDS - $START) - ${1:-0}) / 60))"; }
 
 if python3 -c "import sys; sys.exit(not float('$PLAY_MIN') > 0)" && [ ! -f $WORK/union-play.done ]; then
-  python3 -c "from pathlib import Path; from tools.gpu_recipe import unpack_engine
+  python3 -c "from pathlib import Path; from training.gpu_recipe import unpack_engine
 unpack_engine(Path('$CARRY/stockfish.xz'), Path('$WORK'))"
   LIMIT=$(python3 -c "print(int($PLAY_MIN * 60))")
   setsid python3 -m training selfplay --engine $WORK/stockfish --nodes "$NODES" --random-plies 6 --games "$GAMES" \
@@ -85,7 +85,7 @@ STEP=$(left 10)
 echo "training A and B for $BUDGET minutes each in all (this step at most $STEP)"
 run() {  # name "blocks filters max-epochs" lr [--grow]
   read -r blocks filters epochs <<< "$2"
-  python3 -m tools.gpu_recipe --out "$WORK/union$1" "${DATA[@]}" --test "${TEST:-testset}" \
+  python3 -m training.gpu_recipe --out "$WORK/union$1" "${DATA[@]}" --test "${TEST:-testset}" \
     --blocks "$blocks" --filters "$filters" --epochs "$epochs" --budget-minutes "$BUDGET" \
     --lr "$3" --batch-size "$BS" --temperature 10 --swa-every "$SWA" --mirror --device "$DEV" --minutes "$STEP" \
     "${INIT[@]}" "${@:4}" > "$WORK/union$1.log" 2>&1

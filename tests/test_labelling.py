@@ -253,7 +253,7 @@ def test_ray_tasks_give_the_same_labels(tmp_path):
 
 @needs_stockfish
 def test_label_speed_prints_and_writes_its_table(tmp_path):
-    from tools.label_speed import main as label_speed
+    from training.label_speed import main as label_speed
     out = tmp_path / "speed.json"
     result = CliRunner().invoke(label_speed, [str(GAMES), "--engine", stockfish_path(), "--positions", "3",
                                               "--nodes", "50", "--multipv", "1", "--multipv", "2", "--out", str(out)])

@@ -256,7 +256,7 @@ def test_files_that_are_not_weights_are_refused(tiny_network, tmp_path):
 
 @needs_stockfish
 def test_gpu_recipe_at_toy_scale_then_the_engine_plays_with_its_network(tmp_path):
-    from tools.gpu_recipe import main
+    from training.gpu_recipe import main
     write_synthetic(tmp_path / "test", 10, start=200)
     arguments = [str(FIXTURES / "games.pgn"), "--out", str(tmp_path / "out"), "--engine", stockfish_path(),
                  "--nodes", "60", "--multipv", "3", "--per-game", "3", "--min-ply", "8", "--workers", "2",
@@ -287,7 +287,7 @@ def test_gpu_recipe_at_toy_scale_then_the_engine_plays_with_its_network(tmp_path
 
 
 def test_gpu_recipe_trains_on_carried_data_alone_without_an_engine(tiny_network, tmp_path):
-    from tools.gpu_recipe import main
+    from training.gpu_recipe import main
     write_synthetic(tmp_path / "shards", 40)
     write_synthetic(tmp_path / "test", 10, start=200)
     prepared = tiny_network[0].parent.parent / "data"  # a one-hot `prepare` dataset, trained on beside the labels

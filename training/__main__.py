@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 import click
 
+from hackmate_core.uci_engines import engine_command as _engine_command
+from training.errors import clear_errors
 from training.shards import DEFAULT_TEMPERATURE
 
 
@@ -700,38 +701,12 @@ def rl_eval(players: tuple[str, ...], nodes: int, opponents: tuple[str, ...], sk
                    f"{100 * stats.score:.1f}%")
 
 
-@contextlib.contextmanager
-def clear_errors() -> Iterator[None]:
-    """Bad data, weights or engines end a command with their message (naming the file), not a traceback."""
-    from evaluators.base import LoadError
-    from training.label import LabelError
-    from training.pgn import DataError
-    from training.train import DeviceError
-    from training.weights import WeightsError
-    try:
-        yield
-    except (DataError, DeviceError, LabelError, LoadError, WeightsError) as error:
-        raise click.ClickException(str(error)) from None
-
-
 def _print_figures(figures: dict | list[dict], out: Optional[Path]) -> None:
     """Print a command's figures as JSON, and write the same text to ``out`` if given."""
     text = json.dumps(figures, indent=1)
     if out:
         out.write_text(text + "\n")
     click.echo(text)
-
-
-def _engine_command(command: str, must_exist: bool = False) -> str:
-    """Debian installs engines in /usr/games, which is often not on PATH; ``must_exist``: a click error if absent."""
-    import shutil
-    words = shlex.split(command)
-    if words and shutil.which(words[0]) is None and shutil.which(words[0], path="/usr/games"):
-        words[0] = shutil.which(words[0], path="/usr/games")  # type: ignore[assignment]
-    if must_exist and (not words or shutil.which(words[0]) is None):
-        raise click.ClickException(f"engine not found: {words[0] if words else command!r} (install it, e.g. "
-                                   "apt-get install stockfish, or give its path with --engine)")
-    return shlex.join(words)
 
 
 if __name__ == "__main__":

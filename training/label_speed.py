@@ -15,6 +15,9 @@ from typing import Optional
 
 import click
 
+from hackmate_core.uci_engines import engine_command
+from training.errors import clear_errors
+
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
@@ -29,11 +32,17 @@ import click
 def main(source: Path, engine: str, positions: int, budgets: tuple[int, ...], ks: tuple[int, ...], min_ply: int,
          out: Optional[Path]) -> None:
     """Measure labelling speed on positions of SOURCE (PGN/EPD), two per game from ply --min-ply on."""
-    from training.__main__ import _engine_command
+    with clear_errors():
+        measure(source, engine_command(engine, must_exist=True), positions, budgets, ks, min_ply, out)
+
+
+def measure(source: Path, engine: str, positions: int, budgets: tuple[int, ...], ks: tuple[int, ...],
+            min_ply: int, out: Optional[Path]) -> None:
+    """Label ``positions`` positions of ``source`` once for every node budget and K; print and write the table."""
     from training.label import LabelConfig, Summary, analyse, open_engine, select_positions
     config = LabelConfig(sources=[source], out=Path("unused"), per_game=2, min_ply=min_ply, max_positions=positions)
     fens = [candidate.board.fen() for candidate in select_positions(config, Summary(), set())]
-    labeller = open_engine(_engine_command(engine, must_exist=True))
+    labeller = open_engine(engine)
     name = labeller.id.get("name", engine)  # read now: the engine is gone when the table is written
     rows = []
     try:

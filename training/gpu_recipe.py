@@ -24,7 +24,7 @@ from typing import Optional
 
 import click
 
-from training.__main__ import clear_errors
+from training.errors import clear_errors
 
 DELIVERABLES = ("resnet.onnx", "resnet.pt", "swa.pt", "report.json", "curves.png")
 
