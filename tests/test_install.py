@@ -1,5 +1,8 @@
 """The package carries its networks: a regular install (a wheel, as `pip install .` makes) loads the default network.
 
+The wheel holds every package of the repository but tools/, which runs from a checkout only (`python -m tools.match`):
+a top-level package named `tools` would collide with other distributions' packages of that name.
+
 The wheel is built offline (`pip wheel --no-build-isolation`) from a copy of the sources and installed with
 `--no-deps` into a fresh virtual environment in a temporary directory. Its dependencies (chess, numpy,
 onnxruntime, click) come from this interpreter's site-packages through a `.pth` file, which adds those
@@ -23,7 +26,12 @@ import pytest
 from engine.backends import registry
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ["pyproject.toml", "README.md", "engine", "evaluators", "search", "training", "tools", "weights"]
+#: The repository's package folders (tools/ included: the wheel leaves it out by its configuration, not by its absence).
+FOLDERS = sorted(path.name for path in ROOT.iterdir() if (path / "__init__.py").is_file() and path.name != "tests")
+SOURCES = ["pyproject.toml", "README.md", *FOLDERS]
+#: Folders the wheel leaves out, and the folders it installs under another name.
+NOT_INSTALLED = {"tools"}
+PACKAGE_OF_FOLDER = {"weights": "hackmate_weights"}
 NETWORK_SUFFIXES = {".onnx", ".npz", ".pt"}
 
 
@@ -71,10 +79,14 @@ def test_the_wheel_ships_every_network_and_module(installed):
     networks = [p.name for p in (ROOT / "weights").iterdir() if p.suffix in NETWORK_SUFFIXES]
     assert "resnet.onnx" in networks
     assert {f"hackmate_weights/{name}" for name in networks} <= names
-    packages = {name.split("/")[0] for name in names} - {"hackmate_weights"}
-    packages = {name for name in packages if not name.endswith(".dist-info")}
-    modules = {p.relative_to(ROOT).as_posix() for package in packages for p in (ROOT / package).rglob("*.py")}
-    missing = sorted(name for name in modules if "__pycache__" not in name and name not in names)
+    packages = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
+    folders = [folder for folder in FOLDERS if folder not in NOT_INSTALLED]
+    assert "tools" in FOLDERS and "tools" not in packages
+    assert packages == {PACKAGE_OF_FOLDER.get(folder, folder) for folder in folders}, \
+        "list new packages in pyproject.toml [tool.setuptools]"
+    modules = {f"{PACKAGE_OF_FOLDER.get(folder, folder)}/{path.relative_to(ROOT / folder).as_posix()}"
+               for folder in folders for path in (ROOT / folder).rglob("*.py") if "__pycache__" not in path.parts}
+    missing = sorted(modules - names)
     assert not missing, f"the wheel lacks {missing}: list new packages in pyproject.toml [tool.setuptools]"
 
 
