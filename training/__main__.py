@@ -13,6 +13,7 @@ import click
 
 from hackmate_core.uci_engines import engine_command as _engine_command
 from training.errors import clear_errors
+from training.corpus import corpus_command
 from training.shards import DEFAULT_TEMPERATURE
 
 
@@ -469,12 +470,16 @@ def annotate_command(pgn: Path, out: Path, command: str, nodes: int, workers: in
 
 
 @cli.command("selfplay")
-@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The PGN file of the games (.pgn.xz, .pgn.gz: compressed, as the shared corpus's parts).")
 @click.option("--engine", "command", default=f"{shlex.quote(sys.executable)} -m engine", show_default=True,
               help="UCI engine command line (default: this engine with its shipped network).")
 @click.option("--games", default=100, show_default=True)
-@click.option("--nodes", default=400, show_default=True, help="Nodes per move.")
+@click.option("--nodes", default="400", show_default=True,
+              help="Nodes per move; several, comma-separated (1000,2000,4000): one chosen at random per game.")
 @click.option("--random-plies", default=6, show_default=True, help="Random opening plies for variety.")
+@click.option("--random-share", default=1.0, show_default=True, type=click.FloatRange(0, 1),
+              help="Share of the games that get the random plies (the shared corpus: 1 random ply in 0.3).")
 @click.option("--workers", default=2, show_default=True)
 @click.option("--seed", default=1, show_default=True, help="Seed of the random opening plies (with --workers).")
 @click.option("--node-ratio", default=1.0, show_default=True,
@@ -483,16 +488,25 @@ def annotate_command(pgn: Path, out: Path, command: str, nodes: int, workers: in
               help="Openings: a Polyglot .bin book (weighted random walk) or a PGN (a random game's first plies); "
                    "--random-plies random moves follow the book line.")
 @click.option("--book-plies", default=16, show_default=True, help="Longest book line.")
+@click.option("--book-min-plies", default=0, show_default=True,
+              help="Shortest book line: each game's is drawn between this and --book-plies (0: --book-plies).")
 @click.option("--decisive-only", is_flag=True, help="Keep decisive games only; --games counts those.")
-def selfplay_command(out: Path, command: str, games: int, nodes: int, random_plies: int, workers: int,
-                     seed: int, node_ratio: float, book: str | None, book_plies: int, decisive_only: bool) -> None:
+def selfplay_command(out: Path, command: str, games: int, nodes: str, random_plies: int, random_share: float,
+                     workers: int, seed: int, node_ratio: float, book: str | None, book_plies: int,
+                     book_min_plies: int, decisive_only: bool) -> None:
     """Self-play games with [%eval] annotations, ready for `prepare` and `deepchess` (resumable: rerun to
     continue). Prints the games in the file, their decisive share and the engine-annotated positions."""
     from training.generate import SelfPlayOptions, selfplay, summarize_games
     if node_ratio < 1:
         raise click.BadParameter("must be at least 1", param_hint="--node-ratio")
-    options = SelfPlayOptions(random_plies, seed, node_ratio, book, book_plies, decisive_only)
-    played = selfplay(out, _engine_command(command), nodes, games, workers, options=options)
+    try:
+        budgets = tuple(int(n) for n in nodes.split(","))
+    except ValueError:
+        raise click.BadParameter(f"{nodes!r} is not a node count or comma-separated node counts",
+                                 param_hint="--nodes") from None
+    options = SelfPlayOptions(random_plies, seed, node_ratio, book, book_plies, decisive_only,
+                              budgets if len(budgets) > 1 else (), random_share, book_min_plies)
+    played = selfplay(out, _engine_command(command), budgets[0], games, workers, options=options)
     click.echo(f"played {played} games into {out}: {json.dumps(summarize_games(out))}")
 
 
@@ -708,6 +722,8 @@ def _print_figures(figures: dict | list[dict], out: Optional[Path]) -> None:
         out.write_text(text + "\n")
     click.echo(text)
 
+
+cli.add_command(corpus_command)
 
 if __name__ == "__main__":
     cli()

@@ -2,15 +2,19 @@
 
 Both write lichess-style PGN, every engine move carrying ``{ [%eval X] }`` from
 White's point of view, which training.pgn reads back. Work is split across
-processes, one engine each, into part files that are concatenated at the end;
-a rerun skips the games a part already holds, so an interrupted job resumes.
+processes, one engine each, into part files that are concatenated at the end
+(compressed when the output's name ends in .xz, .gz or .bz2, as the shared
+corpus's ``sf15-selfplay-*.pgn.xz`` parts are); a rerun skips the games a part
+already holds, so an interrupted job resumes.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import shlex
+import shutil
 from concurrent.futures import wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +25,8 @@ import chess.engine
 import chess.pgn
 import chess.polyglot
 
-from training.pgn import RESULT_WHITE, iter_games, open_text, ReadStats
+from training.config_cli import setting
+from training.pgn import RESULT_WHITE, ReadStats, create_text, iter_games, open_text
 from training.processes import process_pool
 
 HEADER = re.compile(r'\[\w+ "')  # a PGN tag pair; a wrapped comment line may start with "[%eval"
@@ -72,14 +77,22 @@ def decisive_result(game: chess.pgn.Game) -> Optional[int]:
 
 @dataclass(frozen=True)
 class SelfPlayOptions:
-    """What makes self-play games differ, and decided more often, beyond the engine and its node budget."""
+    """What makes self-play games differ, and decided more often, beyond the engine and its node budget.
 
-    random_plies: int = 6  # random moves after the book line (from the start without a book)
-    seed: int = 1
-    node_ratio: float = 1.0  # > 1: one side, alternating game by game, searches nodes / node_ratio
-    book: Optional[str] = None  # Polyglot .bin or PGN file of openings
-    book_plies: int = 16  # longest book line
-    decisive_only: bool = False  # keep decisive games only; ``games`` counts those
+    The shared corpus's parts (../shared/data/SOURCES.md) are Stockfish with ``node_budgets`` (1000, 2000, 4000),
+    a Polyglot ``book`` walked for 4 to 16 plies and one random ply in 30% of the games."""
+
+    random_plies: int = setting(6, "Random moves after the book line (from the start without a book).")
+    seed: int = setting(1, "Seed of the openings, the random plies and the node budgets.")
+    node_ratio: float = setting(1.0, "Above 1: one side, alternating game by game, searches nodes / ratio.")
+    book: Optional[str] = setting(None, "Polyglot .bin or PGN file of openings.")
+    book_plies: int = setting(16, "Longest book line.")
+    decisive_only: bool = setting(False, "Keep decisive games only; the game count counts those.")
+    node_budgets: tuple[int, ...] = setting((), "Nodes a move, one of these chosen at random for each game "
+                                                "(empty: the nodes given to selfplay).")
+    random_share: float = setting(1.0, "Share of the games that get the random plies.")
+    book_min_plies: int = setting(0, "Shortest book line: each game's line is between this and book_plies long, "
+                                     "drawn at random (0: book_plies, or until out of book).")
 
 
 class OpeningBook:
@@ -99,11 +112,13 @@ class OpeningBook:
         if not self.lines:
             raise ValueError(f"{path}: no games to take openings from")
 
-    def line(self, rng: random.Random) -> list[chess.Move]:
+    def line(self, rng: random.Random, plies: int = 0) -> list[chess.Move]:
+        """A random opening line of at most ``plies`` (default: the book's) plies."""
+        plies = plies or self.plies
         if self.reader is None:
-            return list(rng.choice(self.lines))
+            return list(rng.choice(self.lines))[:plies]
         board, moves = chess.Board(), []
-        while len(moves) < self.plies:
+        while len(moves) < plies:
             try:
                 move = self.reader.weighted_choice(board, random=rng).move
             except (IndexError, ValueError):  # out of book (or only zero-weight entries)
@@ -120,7 +135,6 @@ def _selfplay_part(args: tuple) -> int:
     done = _count_games(part)
     rng = random.Random(options.seed * 1000 + worker * 7 + done)
     book = OpeningBook(options.book, options.book_plies) if options.book else None
-    weak_nodes = max(1, round(nodes / options.node_ratio))
     written, round_number = done, done
     engine = chess.engine.SimpleEngine.popen_uci(shlex.split(command))
     try:
@@ -129,11 +143,16 @@ def _selfplay_part(args: tuple) -> int:
                 board = chess.Board()
                 game = chess.pgn.Game()
                 node: chess.pgn.GameNode = game
-                opening = book.line(rng) if book else []
-                random_end = len(opening) + options.random_plies
-                budget = {chess.WHITE: nodes, chess.BLACK: nodes}
+                plies = rng.randint(options.book_min_plies, options.book_plies) if options.book_min_plies else 0
+                opening = book.line(rng, plies) if book else []
+                random_plies = options.random_plies if options.random_share >= 1 or \
+                    rng.random() < options.random_share else 0
+                random_end = len(opening) + random_plies
+                game_nodes = rng.choice(options.node_budgets) if options.node_budgets else nodes
+                budget = {chess.WHITE: game_nodes, chess.BLACK: game_nodes}
                 if options.node_ratio != 1:  # the weaker colour alternates with the game number
-                    budget[chess.BLACK if (worker + round_number * workers) % 2 == 0 else chess.WHITE] = weak_nodes
+                    budget[chess.BLACK if (worker + round_number * workers) % 2 == 0 else chess.WHITE] = \
+                        max(1, round(game_nodes / options.node_ratio))
                 while not board.is_game_over(claim_draw=True) and board.ply() < 400:
                     if board.ply() < len(opening):
                         move = opening[board.ply()]
@@ -151,7 +170,7 @@ def _selfplay_part(args: tuple) -> int:
                     board.push(move)
                 round_number += 1
                 outcome = board.outcome(claim_draw=True)
-                annotator = f"nodes={nodes}" if options.node_ratio == 1 else \
+                annotator = f"nodes={game_nodes}" if options.node_ratio == 1 else \
                     f"nodes white={budget[chess.WHITE]} black={budget[chess.BLACK]}"
                 game.headers.update({"Event": "hackmate self-play", "Round": f"{worker}.{round_number}",
                                      "White": command, "Black": command, "Annotator": annotator,
@@ -166,8 +185,9 @@ def _selfplay_part(args: tuple) -> int:
 
 
 def _run_parts(function, jobs: list[tuple], out: Path, workers: int, total: Optional[int] = None) -> int:
-    """Run one job per worker, each writing its part file, then join the parts into ``out``. The progress bar
-    counts the games in the parts (``total``: the games expected, when known), read every few seconds."""
+    """Run one job per worker, each writing its part file, then join the parts into ``out`` (compressed as its
+    name says). The progress bar counts the games in the parts (``total``: the games expected, when known), read
+    every few seconds."""
     from tqdm import tqdm
 
     def games_so_far() -> int:
@@ -180,11 +200,14 @@ def _run_parts(function, jobs: list[tuple], out: Path, workers: int, total: Opti
             bar.update(games_so_far() - bar.n)
         bar.update(games_so_far() - bar.n)
         written = sum(future.result() for future in futures)
-    with open(out, "w", encoding="utf-8") as handle:
+    temporary = out.with_name(out.name + ".tmp")
+    with create_text(temporary, out.suffix) as handle:
         for worker in range(workers):
             part = _part(out, worker)
             if part.exists():
-                handle.write(part.read_text(encoding="utf-8"))
+                with open(part, encoding="utf-8") as source:
+                    shutil.copyfileobj(source, handle)
+    os.replace(temporary, out)
     for worker in range(workers):
         _part(out, worker).unlink(missing_ok=True)
     return written

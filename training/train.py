@@ -34,7 +34,7 @@ import torch
 
 from evaluators.encoding import get_encoding
 from evaluators.moves import MIRROR_FILES
-from training import shards
+from training import corpus, shards
 from training.evaluate import batch_sums, finish
 from training.grow import grow
 from training.losses import SparsePolicy, gather_policy, soft_policy_loss, value_target, wdl_loss
@@ -117,8 +117,14 @@ def mirror_half(x: torch.Tensor, policy: SparsePolicy, castling: slice, table: t
 def load_source(path: Path, encoding: Optional[str], temperature: float) -> tuple[dict[str, np.ndarray], dict, str]:
     """(arrays of shards.TRAINING_COLUMNS, description for the checkpoint, encoding name) of one data source.
 
-    A source is a shard directory, an old `prepare` directory, or a MultiPV .jsonl(.gz) file.
+    A source is a joined corpus (training.corpus, e.g. ~/.cache/hackmate/corpus), a shard directory, an old
+    `prepare` directory, or a MultiPV .jsonl(.gz) file.
     """
+    if path.is_dir() and corpus.is_corpus(path):
+        arrays, description, encoding = corpus.load_for_training(path, encoding)
+        if temperature:  # one-entry policies (moves played) stay as they are
+            arrays["policy_prob"] = shards.soft_policy(arrays["policy_score"], arrays["policy_offset"], temperature)
+        return arrays, description, encoding
     if path.is_dir() and shards.is_shard_dir(path):
         arrays, meta = shards.load_dir(path, encoding, shards.TRAINING_COLUMNS)
         labeller = meta["labeller"]
@@ -138,24 +144,27 @@ def load_source(path: Path, encoding: Optional[str], temperature: float) -> tupl
 
 
 def load_data(config: TrainConfig) -> tuple[dict[str, np.ndarray], dict]:
-    """Every source concatenated, minus --exclude positions, sampled down to --max-samples."""
+    """Every source concatenated, minus --exclude positions, sampled down to --max-samples; ``validation`` marks
+    the held-out positions (a corpus's own split, whole games by --validation in other sources)."""
     parts, sources, encoding = [], [], None
     for name in sorted(config.data, key=lambda d: not Path(d).is_dir()):  # directories fix the encoding first
         arrays, description, encoding = load_source(Path(name), encoding, config.temperature)
+        arrays["validation"] = corpus.validation_split(Path(name)) if corpus.is_corpus(Path(name)) else \
+            validation_mask(arrays["game"], arrays["key"], config.validation)  # a corpus names its own split
         parts.append(arrays)
         sources.append(description)
-    arrays = shards.concatenate(parts)
+    arrays = parts[0] if len(parts) == 1 else shards.concatenate(parts)
     if config.exclude:
         excluded: set[int] = set()
         for directory in config.exclude:
             shards.read_meta(Path(directory))
             excluded |= shards.dir_keys(Path(directory))
         drop = np.isin(arrays["key"], np.fromiter(excluded, dtype=np.uint64, count=len(excluded)))
-        if drop.any():
-            print(f"--exclude: dropped {int(drop.sum())} training positions found in {', '.join(config.exclude)}")
         if (arrays["key"] == 0).any():
             print("--exclude: old one-hot datasets carry no position keys; their positions were not checked")
-        arrays = shards.select(arrays, ~drop)
+        if drop.any():
+            print(f"--exclude: dropped {int(drop.sum())} training positions found in {', '.join(config.exclude)}")
+            arrays = shards.select(arrays, ~drop)
     n = len(arrays["key"])
     if config.max_samples and n > config.max_samples:
         keep = np.random.default_rng(config.seed).choice(n, config.max_samples, replace=False)
@@ -229,7 +238,7 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
         return checkpoint_path
     arrays, meta = load_data(config)
     encoding = get_encoding(meta["encoding"])
-    is_val = validation_mask(arrays["game"], arrays["key"], config.validation)
+    is_val = arrays["validation"]
     if is_val.all():
         print(f"the validation split would leave no training positions: training on all {len(is_val)}, "
               "without validation")
@@ -376,7 +385,7 @@ def validation_figures(networks: list[Path], config: TrainConfig) -> list[dict]:
     device = pick_device(config.device)
     arrays, meta = load_data(config)
     encoding = get_encoding(meta["encoding"])
-    val_set = Data(arrays, validation_mask(arrays["game"], arrays["key"], config.validation), device)
+    val_set = Data(arrays, arrays["validation"], device)
     if val_set.size == 0:
         raise ValueError(f"no validation positions in {', '.join(config.data)} at --validation {config.validation}")
     figures = []

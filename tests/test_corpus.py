@@ -1,0 +1,239 @@
+"""The corpus: files prepared once into the cache and joined (deduplicated, test set out, games held out)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import lzma
+import random
+import re
+from pathlib import Path
+
+import chess
+import chess.engine
+import chess.pgn
+import chess.polyglot
+import numpy as np
+import pytest
+
+from evaluators.encoding import get_encoding
+from tests.conftest import needs_stockfish, stockfish_path
+from training import cache, corpus, shards
+from training.corpus import CorpusConfig, build, load_for_training, validation_split
+from training.generate import SelfPlayOptions, selfplay
+
+OPENING = ["e2e4", "e7e5", "g1f3", "b8c6"]  # every game starts so: positions repeat across games and files
+
+
+def random_game(seed: int, plies: int = 40, annotated: bool = True) -> chess.pgn.Game:
+    """A game of random moves after OPENING; with ``annotated`` every move carries an [%eval] (from ply 2 on:
+    the first two stand for book moves)."""
+    rng = random.Random(seed)
+    game = chess.pgn.Game()
+    board, node = chess.Board(), game
+    while board.ply() < plies and not board.is_game_over():
+        move = chess.Move.from_uci(OPENING[board.ply()]) if board.ply() < len(OPENING) else \
+            rng.choice(list(board.legal_moves))
+        node = node.add_variation(move)
+        if annotated and board.ply() >= 2:
+            node.set_eval(chess.engine.PovScore(chess.engine.Cp(rng.randint(-300, 300)), chess.WHITE))
+        board.push(move)
+    game.headers["Result"] = rng.choice(["1-0", "0-1", "1/2-1/2"])
+    return game
+
+
+def write_games(path: Path, seeds: range, annotated: bool = True) -> Path:
+    text = "".join(f"{random_game(seed, annotated=annotated)}\n\n" for seed in seeds)
+    if path.suffix == ".xz":
+        with lzma.open(path, "wt") as handle:
+            handle.write(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch) -> Path:
+    """HACKMATE_CACHE pointed at a temporary directory (never the real ~/.cache)."""
+    directory = tmp_path / "cache"
+    monkeypatch.setenv(cache.ENVIRONMENT, str(directory))
+    return directory
+
+
+def make(files: list[Path], **settings) -> corpus.Corpus:
+    settings.setdefault("workers", 1)
+    return build(CorpusConfig(files=[str(f) for f in files], shared=False, **settings), progress=False,
+                 say=lambda _: None)
+
+
+def by_key(directory: Path) -> dict[int, tuple]:
+    """Each position of a joined corpus with everything it holds (its policy entries too) and its split."""
+    arrays, _, _ = load_for_training(directory)
+    validation = validation_split(directory)
+    offsets = arrays["policy_offset"]
+    rows = {}
+    for i, key in enumerate(arrays["key"].tolist()):
+        policy = slice(offsets[i], offsets[i + 1])
+        rows[key] = (arrays["planes"][i].tobytes(), int(arrays["rule50"][i]), int(arrays["ply"][i]),
+                     int(arrays["game"][i]), arrays["policy_index"][policy].tolist(),
+                     arrays["policy_prob"][policy].tolist(), arrays["policy_score"][policy].tolist(),
+                     arrays["wdl"][i].tobytes(), int(arrays["result"][i]), bool(validation[i]))
+    assert len(rows) == len(arrays["key"])  # one record per position
+    return rows
+
+
+def test_two_files_equal_their_concatenation_and_a_new_file_reuses_the_parts(tmp_path, cache_dir, monkeypatch):
+    first = write_games(tmp_path / "a.pgn", range(0, 12))
+    second = write_games(tmp_path / "b.pgn.xz", range(12, 24))
+    both = write_games(tmp_path / "ab.pgn", range(0, 24))
+    prepared = []
+    original = corpus.prepare_part
+    monkeypatch.setattr(corpus, "prepare_part", lambda path, *a, **k: prepared.append(path.name) or
+                        original(path, *a, **k))
+    alone = make([first], validation_period=4)
+    assert prepared == ["a.pgn"] and alone.parts[0].status == "prepared"
+    part_files = {p: p.stat().st_mtime_ns for p in (cache_dir / corpus.PARTS / alone.parts[0].key).iterdir()}
+    joined = make([first, second], validation_period=4)
+    assert prepared == ["a.pgn", "b.pgn.xz"]  # the first file's part was reused, not prepared again
+    assert [r.status for r in joined.parts] == ["reused", "prepared"]
+    assert {p: p.stat().st_mtime_ns for p in part_files} == part_files
+    concatenated = make([both], validation_period=4)
+    split = by_key(joined.directory)
+    assert split == by_key(concatenated.directory)  # the same records, up to their order
+    counts = joined.manifest["counts"]
+    assert counts["duplicates"] > 0 and counts["positions"] == len(split)
+    assert 0 < counts["validation"] < counts["positions"]
+    assert (cache_dir / corpus.CURRENT).resolve() == concatenated.directory.resolve()
+    # the book plies (no eval) are not records, but they are seen: the split knows every position of a game
+    assert all(ply >= 2 for _, _, ply, *_ in split.values())
+    assert make([first, second], validation_period=4).join_reused
+
+
+def test_records_match_the_shard_encoding_and_multipv_labels_win(tmp_path, cache_dir):
+    games = write_games(tmp_path / "a.pgn", range(3))
+    human = write_games(tmp_path / "human.pgn", range(100, 102), annotated=False)
+    boards = []  # (position, node) of every move of the three games
+    with open(games) as handle:
+        while (game := chess.pgn.read_game(handle)) is not None:
+            board = game.board()
+            for node in game.mainline():
+                boards.append((board.copy(), node))
+                board.push(node.move)
+    occurrences: dict[int, int] = {}
+    for board, _ in boards:
+        key = chess.polyglot.zobrist_hash(board)
+        occurrences[key] = occurrences.get(key, 0) + 1
+    labelled_board = boards[10][0]
+    multipv = tmp_path / "labels.jsonl.gz"
+    with gzip.open(multipv, "wt") as handle:
+        line = {"fen": labelled_board.fen(), "pv": [[m.uci(), 50 - 10 * i, None] for i, m in
+                                                     enumerate(list(labelled_board.legal_moves)[:3])],
+                "result": "1-0"}
+        handle.write(json.dumps(line) + "\nnot json\n")
+    made = make([games, human, multipv], skip_plies=6)
+    assert made.parts[2].manifest["skipped"] == {"bad labelled lines": 1}
+    rows = by_key(made.directory)
+    encoding = get_encoding("planes18")
+    unique = [(board, node) for board, node in boards if occurrences[chess.polyglot.zobrist_hash(board)] == 1]
+    assert len(unique) > 60
+    for board, node in unique:  # a position of one game and one ply: its record is that move's
+        if board == labelled_board:
+            continue
+        score = node.eval().pov(board.turn)
+        record = shards.make_record(board, encoding, [node.move], np.ones(1), np.array([shards.score_cp(score)]),
+                                    shards.wdl_target(score, board.ply()), 0, 0)
+        row = rows[record.key]
+        assert row[0] == record.planes.tobytes() and row[4] == record.policy_index.tolist()
+        assert row[6] == record.policy_score.tolist() and row[7] == record.wdl.tobytes()
+    labelled = rows[chess.polyglot.zobrist_hash(labelled_board)]
+    assert len(labelled[4]) == 3 and labelled[6] == [50, 40, 30]  # the MultiPV label, not the move played
+    human_plies = sorted(ply for _, _, ply, game_id, *_ in rows.values()
+                         if game_id in {r[3] for r in rows.values() if np.isnan(np.frombuffer(r[7], np.float32)[0])})
+    assert human_plies and human_plies[0] >= 6  # games without evals: every move from --skip-plies on
+
+
+def test_test_set_and_excluded_positions_are_left_out(tmp_path, cache_dir):
+    games = write_games(tmp_path / "a.pgn", range(4))
+    every = set(by_key(make([games]).directory))
+    chosen = sorted(every)[:5]
+    arrays = shards.records_to_arrays([], get_encoding("planes18"))
+    arrays = {name: np.resize(array, (5, *array.shape[1:])) for name, array in arrays.items()}
+    arrays.update(key=np.array(chosen, dtype=np.uint64), policy_offset=np.arange(6, dtype=np.int64),
+                  policy_index=np.zeros(5, np.int16), policy_prob=np.ones(5, np.float32),
+                  policy_score=np.zeros(5, np.int32))
+    shards.write_dir(arrays, tmp_path / "held", get_encoding("planes18"), {"imported_from": "test"}, "test")
+    excluded = make([games], exclude=[str(tmp_path / "held")])
+    assert set(by_key(excluded.directory)) == every - set(chosen)
+    assert excluded.manifest["counts"]["excluded"] >= 5
+
+
+def test_the_cache_refuses_a_half_written_or_foreign_entry_and_rebuilds_it(tmp_path, cache_dir):
+    games = write_games(tmp_path / "a.pgn", range(3))
+    made = make([games])
+    part = cache_dir / corpus.PARTS / made.parts[0].key
+    expected = by_key(made.directory)
+    (part / cache.MANIFEST).unlink()
+    with pytest.raises(corpus.CorpusError, match="half-written"):
+        load_for_training(made.directory)  # training never reads a part without its complete-marker
+    again = make([games])
+    assert again.parts[0].status == "rebuilt (half-written (no manifest))"
+    with open(part / "planes.npy", "r+b") as handle:
+        handle.truncate(200)
+    assert make([games]).parts[0].status.startswith("rebuilt (damaged (planes.npy holds 200 bytes")
+    manifest = json.loads((part / cache.MANIFEST).read_text())
+    (part / cache.MANIFEST).write_text(json.dumps({**manifest, "version": corpus.PART_VERSION + 1}))
+    assert "written by version" in make([games]).parts[0].status
+    assert by_key(made.directory) == expected
+    info = corpus.info_text()
+    assert str(cache_dir) in info and "corpus-parts/" in info and "MiB on disk" in info
+
+
+def test_truncated_or_corrupt_files_are_named_and_counted_and_the_rest_prepared(tmp_path, cache_dir):
+    good = write_games(tmp_path / "a.pgn", range(4))
+    whole = write_games(tmp_path / "cut.pgn.xz", range(10, 40))
+    data = whole.read_bytes()
+    whole.write_bytes(data[:len(data) // 2])
+    corrupt = tmp_path / "corrupt.pgn"
+    corrupt.write_text(f"{random_game(50)}\n\n" '[Result "1-0"]\n\n1. e4 e5 2. Ke3 1-0\n\n'
+                       '[Result "1-0"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bc4 Bc5 4. c3 Nf6 5. -- d6 1-0\n\n')
+    made = make([good, whole, corrupt], workers=2)  # prepared in two processes
+    cut = made.parts[1].manifest
+    assert "cut.pgn.xz: unreadable after" in cut["damaged"] and 0 < cut["games"] < 30
+    assert cut["skipped"] == {"damaged files (truncated or corrupt)": 1}
+    assert made.parts[0].manifest["damaged"] is None and made.parts[0].manifest["games"] == 4
+    assert "1 damaged file(s)" in made.text() and "cut.pgn.xz" in made.text()
+    bad = made.parts[2].manifest  # a corrupt game is named and counted, the file's other games kept
+    assert bad["skipped"] == {"games with illegal or unreadable moves": 1, "games that cannot be encoded": 1}
+    assert any("corrupt.pgn game 2" in error for error in bad["errors"]) and bad["positions"] > 30
+
+
+def test_train_validates_on_the_corpus_split(tmp_path, cache_dir):
+    pytest.importorskip("torch")
+    from training.train import TrainConfig, load_data, train
+    made = make([write_games(tmp_path / "a.pgn", range(6))], validation_period=3)
+    held_out = made.manifest["counts"]["validation"]
+    assert 0 < held_out < made.manifest["counts"]["positions"]
+    config = TrainConfig(data=[str(cache_dir / corpus.CURRENT)], out=str(tmp_path / "run"), blocks=1, filters=8,
+                         epochs=1, batch_size=64, device="cpu", validation=0.5)
+    arrays, meta = load_data(config)
+    assert arrays["validation"].sum() == held_out  # the corpus's split, not --validation's
+    assert meta["sources"][0]["split"] == "games-1-in-3"
+    train(config, progress=False)
+    assert json.loads((tmp_path / "run" / "history.json").read_text())[0]["val_samples"] == held_out
+
+
+@needs_stockfish
+def test_stockfish_selfplay_writes_a_compressed_part_the_corpus_reads(tmp_path, cache_dir):
+    """`selfplay --engine stockfish --nodes 1000,2000 --random-share ... --out X.pgn.xz`: the shared parts' format."""
+    out = tmp_path / "sf-selfplay.pgn.xz"
+    book = write_games(tmp_path / "book.pgn", range(1))  # its line starts with OPENING
+    options = SelfPlayOptions(random_plies=1, seed=5, node_budgets=(50, 100), random_share=0.5, book=str(book),
+                              book_plies=6, book_min_plies=2)
+    assert selfplay(out, stockfish_path(), 50, games=4, workers=1, options=options) == 4
+    with lzma.open(out, "rt") as handle:  # compressed, every game complete, budgets chosen per game
+        text = handle.read()
+    assert set(re.findall(r'\[Annotator "nodes=(\d+)"\]', text)) <= {"50", "100"} and text.count("[Result ") == 4
+    assert re.findall(r"^1\. \S+ \S+", text, re.M) == ["1. e4 e5"] * 4  # at least book_min_plies of the book
+    made = make([out])
+    assert made.parts[0].manifest["games"] == 4 and made.parts[0].manifest["damaged"] is None
+    assert made.manifest["counts"]["positions"] > 40  # every Stockfish move carries its eval: a record each
