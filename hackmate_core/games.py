@@ -1,8 +1,11 @@
 """The one game runner: two movers play from an opening to the game's end, under one set of game-end rules.
 
-The rules are an arbiter's, python-chess's ``outcome(claim_draw=True)``: checkmate, stalemate and
-insufficient material end the game, and so do the fifty-move rule and threefold repetition as soon as
-the side to move may claim them, which it may also by announcing the move that completes them. A game
+The rules are those match runners apply (cutechess, fastchess): checkmate, stalemate and insufficient
+material end the game, and so do the fifty-move rule once a hundred half-moves have passed without a
+capture or pawn move (a mate on the hundredth still counts) and threefold repetition once the position
+stands on the board for the third time. python-chess's ``claim_draw=True`` would also end a game where
+the side to move could complete either with its next move, one move early, and tries every legal move
+to find out. A game
 that reaches the ply cap is drawn by adjudication. A mover loses by an illegal move, or by raising
 :class:`Forfeit` (out of time, a crashed engine). The searches score repetitions inside their tree by
 their own policy (:mod:`hackmate_core.rules`); that policy judges lines, never ends a game.
@@ -52,7 +55,12 @@ class Forfeit(Exception):
 
 def outcome(board: chess.Board) -> Optional[chess.Outcome]:
     """How the game ends in ``board`` by the rules (see the module docstring), or None while it goes on."""
-    return board.outcome(claim_draw=True)
+    ended = board.outcome()  # checkmate first, then insufficient material, stalemate, 75 moves, fivefold
+    if ended is None and board.is_fifty_moves():
+        return chess.Outcome(chess.Termination.FIFTY_MOVES, None)
+    if ended is None and board.is_repetition(3):
+        return chess.Outcome(chess.Termination.THREEFOLD_REPETITION, None)
+    return ended
 
 
 def white_score(board: chess.Board) -> Optional[float]:

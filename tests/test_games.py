@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import chess
@@ -58,12 +59,13 @@ class Moves(Mover):
 
 
 def test_games_end_by_the_draws_an_arbiter_grants():
-    """Threefold repetition and the fifty-move rule end a game as soon as the side to move may claim them,
-    also by announcing the move that completes them; a checkmate comes first."""
+    """Threefold repetition ends a game when the position stands on the board for the third time, the
+    fifty-move rule at the hundredth half-move (as match runners apply them); a checkmate comes first."""
     white, black = "g1f3 f3g1 g1f3 f3g1", "g8f6 f6g8 g8f6 f6g8"
-    repeated = play_movers(Moves(white), Moves(black), chess.Board())  # f6g8 would be the third start position
-    assert (repeated.result, repeated.termination, len(repeated.moves)) == ("1/2-1/2", "normal", 7)
-    assert outcome(chess.Board("4k3/8/8/8/8/8/8/R3K3 w - - 99 80")).termination == chess.Termination.FIFTY_MOVES
+    repeated = play_movers(Moves(white), Moves(black), chess.Board())  # f6g8 makes the third start position
+    assert (repeated.result, repeated.termination, len(repeated.moves)) == ("1/2-1/2", "normal", 8)
+    assert outcome(chess.Board("4k3/8/8/8/8/8/8/R3K3 w - - 99 80")) is None
+    assert outcome(chess.Board("4k3/8/8/8/8/8/8/R3K3 w - - 100 80")).termination == chess.Termination.FIFTY_MOVES
     assert outcome(chess.Board("R6k/8/6K1/8/8/8/8/8 b - - 100 80")).termination == chess.Termination.CHECKMATE
     cap = play_movers(Moves(white), Moves(black), chess.Board(), max_plies=3)
     assert (cap.result, cap.termination, len(cap.moves)) == ("1/2-1/2", "adjudication (ply limit)", 3)
@@ -95,10 +97,12 @@ def test_shipped_weights_are_in_the_repository(name):
 
 
 def test_default_engine_loads_shipped_network_without_fallback():
-    with chess.engine.SimpleEngine.popen_uci(engine_command(), cwd=ROOT) as engine:
-        assert "PolicyTemperature" in engine.options  # only the ResNet evaluator has it; a fallback would not
-        result = engine.play(chess.Board(), chess.engine.Limit(nodes=50))
-        assert result.move in chess.Board().legal_moves
+    output = subprocess.run(engine_command(), cwd=ROOT, input="uci\nisready\ngo nodes 50\n", capture_output=True,
+                            text=True, timeout=120).stdout
+    assert "falling back" not in output  # the engine says so when the network does not load
+    assert "readyok" in output
+    move = output.split("bestmove ")[-1].split()[0]
+    assert chess.Move.from_uci(move) in chess.Board().legal_moves
 
 
 def test_a_shipped_network_is_found_by_its_name_wherever_the_engine_starts(tmp_path, monkeypatch):
