@@ -33,6 +33,11 @@ FIXTURE = Path(__file__).parent / "fixtures" / "games.pgn"
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def toy_config(**settings) -> DeepChessConfig:
+    """A run on the fixture games, encoding sibling children in this process (a pool costs more than it saves)."""
+    return DeepChessConfig(pgn=[str(FIXTURE)], workers=1, **settings)
+
+
 def write_multipv(path: Path, records: list[tuple[str, list[tuple[str, int | None, int | None]]]]) -> Path:
     """A MultiPV label file in the shared format: [(fen, [(uci, centipawns, mate), ...]), ...]."""
     with gzip.open(path, "wt") as handle:
@@ -165,7 +170,7 @@ def test_search_preferred_child_plays_the_scored_children_only(tmp_path):
 
 def test_held_out_games_hold_out_their_sibling_parents(tmp_path):
     labels = toy_labels(tmp_path / "labels.jsonl.gz", moves=3)
-    config = DeepChessConfig(pgn=[str(FIXTURE)], out=str(tmp_path / "run"), labels=[str(labels)], validation=0.3)
+    config = toy_config(out=str(tmp_path / "run"), labels=[str(labels)], validation=0.3)
     data = prepare_data(config, log=lambda _: None)
     held_out_keys = set(read_games([FIXTURE], validation=0.3).heldout_keys.tolist())
     assert len(data.validation.siblings) and len(data.siblings)
@@ -173,7 +178,7 @@ def test_held_out_games_hold_out_their_sibling_parents(tmp_path):
     assert not set(data.siblings.key.tolist()) & held_out_keys
     assert not set(data.train.key.tolist()) & held_out_keys
     # a named validation set (here: another split) stays out of training, pairs and parents alike
-    named = prepare_data(DeepChessConfig(pgn=[str(FIXTURE)], out="", labels=[str(labels)], validation=0.5, seed=3),
+    named = prepare_data(toy_config(out="", labels=[str(labels)], validation=0.5, seed=3),
                          name="named", training=False, log=lambda _: None).validation
     path = named.save(tmp_path / "named.npz")
     assert ValidationSet.load(path).info == named.info
@@ -204,8 +209,8 @@ def tiny_comparator(tmp_path_factory):
     """The whole pipeline at toy scale, with sibling pairs: labels -> train -> distil -> export."""
     root = tmp_path_factory.mktemp("deepchess")
     labels = toy_labels(root / "labels.jsonl.gz")
-    config = DeepChessConfig(pgn=[str(FIXTURE)], out=str(root / "run"), labels=[str(labels)], pretrain_epochs=1,
-                             epochs=1, pairs_per_epoch=2000, distill_epochs=1, val_pairs=500, validation=0.3)
+    config = toy_config(out=str(root / "run"), labels=[str(labels)], pretrain_epochs=1, epochs=1,
+                        pairs_per_epoch=2000, distill_epochs=1, val_pairs=500, validation=0.3)
     report = run_pipeline(config, log=lambda _: None)
     onnx_path = export_comparator(root / "run" / "student.pt", root / "comparator.onnx", command="pytest")
     return onnx_path, report
@@ -312,19 +317,19 @@ def test_distilling_from_an_ensemble_of_trained_teachers(tiny_comparator, tmp_pa
     onnx_path, report = tiny_comparator
     run = onnx_path.parent / "run"
     labels = onnx_path.parent / "labels.jsonl.gz"
-    config = DeepChessConfig(pgn=[str(FIXTURE)], out=str(tmp_path / "again"), labels=[str(labels)],
-                             pairs_per_epoch=2000, distill_epochs=1, val_pairs=500, validation=0.3,
-                             teachers=[str(run / "teacher.pt")] * 2, student=str(run / "student.pt"))
+    config = toy_config(out=str(tmp_path / "again"), labels=[str(labels)], pairs_per_epoch=2000, distill_epochs=1,
+                        val_pairs=500, validation=0.3, teachers=[str(run / "teacher.pt")] * 2,
+                        student=str(run / "student.pt"))
     again = run_pipeline(config, log=lambda _: None)
     # two copies of one teacher judge as that teacher, on the same held-out pairs
     assert again["evaluation"]["validation"]["full"] == pytest.approx(report["evaluation"]["validation"]["full"])
     assert again["history"]["full"] == [] and not (tmp_path / "again" / "teacher.pt").exists()
     assert (tmp_path / "again" / "student.pt").exists()
     with pytest.raises(ValueError, match="teacher.pt: a comparator of sizes"):
-        run_pipeline(DeepChessConfig(pgn=[str(FIXTURE)], out=str(tmp_path / "bad"), labels=[str(labels)],
-                                     validation=0.3, teachers=[str(run / "teacher.pt")],
-                                     student=str(run / "teacher.pt")), log=lambda _: None)
+        run_pipeline(toy_config(out=str(tmp_path / "bad"), labels=[str(labels)], validation=0.3,
+                                teachers=[str(run / "teacher.pt")], student=str(run / "teacher.pt")),
+                     log=lambda _: None)
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(ValueError, match="junk.pt: not a PyTorch weights file"):
-        run_pipeline(DeepChessConfig(pgn=[str(FIXTURE)], out=str(tmp_path / "bad"), labels=[str(labels)],
-                                     validation=0.3, teachers=[str(tmp_path / "junk.pt")]), log=lambda _: None)
+        run_pipeline(toy_config(out=str(tmp_path / "bad"), labels=[str(labels)], validation=0.3,
+                                teachers=[str(tmp_path / "junk.pt")]), log=lambda _: None)

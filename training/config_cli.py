@@ -111,7 +111,7 @@ def _option(item: dataclasses.Field, hint: Any, declaration: Optional[str]) -> t
         keywords["required"] = True
     else:
         keywords["default"] = default
-        keywords["show_default"] = default is not None and default != [] and not (value_type is bool and not default)
+        keywords["show_default"] = default not in (None, "", []) and not (value_type is bool and not default)
     name = "--" + item.name.replace("_", "-")
     if value_type is bool:
         keywords["is_flag"] = True

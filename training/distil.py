@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import shlex
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -28,26 +28,13 @@ from torch.nn import functional as F
 from evaluators.encoding import Encoding, get_encoding
 from evaluators.moves import MIRROR_FILES, POLICY_SIZE
 from training import shards
+from training.configs import DistilConfig
 from training.evaluate import legal_mask
 from training.train import load_source, pick_device, unpack_planes
 from training.weights import WeightsError, load_network
 
 #: Positions per output shard (one teacher pass per shard; an interrupted run resumes at a shard boundary).
 SHARD_SIZE = 65536
-
-
-@dataclass
-class DistilConfig:
-    sources: list[str]
-    teachers: list[str]
-    out: str
-    share: float = 0.5  # weight of the teachers' policy in the new target
-    top_k: int = 8  # teacher moves kept per position
-    mirror: bool = True  # also ask each teacher about the a-file <-> h-file mirror where the rules allow
-    temperature: float = 0.0  # soft-policy temperature of MultiPV sources, as `train --temperature`
-    batch_size: int = 1024
-    threads: int = 2  # PyTorch CPU threads
-    device: str = "cpu"  # where the teachers run: cpu, cuda, auto
 
 
 class Ensemble:

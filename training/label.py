@@ -33,9 +33,10 @@ import chess.polyglot
 
 from evaluators.encoding import get_encoding
 from hackmate_core.epd import BadLine, read_epd
+from training.configs import LabelConfig
 from training.pgn import COMPRESSED, DataError, ReadStats, create_text, iter_games, open_text
 from training.processes import SPAWN
-from training.shards import DEFAULT_TEMPERATURE, ShardWriter, dir_keys, engine_label, read_meta, side_result
+from training.shards import ShardWriter, dir_keys, engine_label, read_meta, side_result
 
 #: Positions per work unit: small enough for an even spread and a fine-grained resume.
 UNIT_SIZE = 16
@@ -47,26 +48,6 @@ READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError)
 
 class LabelError(Exception):
     """The labelling engine failed (not found, crashed, or answered nonsense)."""
-
-
-@dataclass
-class LabelConfig:
-    sources: list[Path]
-    out: Path
-    engine: str = "stockfish"
-    nodes: int = 25000
-    multipv: int = 6
-    temperature: float = DEFAULT_TEMPERATURE
-    workers: int = 2
-    seed: int = 1
-    min_ply: int = 0
-    per_game: int = 0  # positions sampled per game (0: all)
-    max_positions: int = 0  # selected positions in all, labelled earlier or now (0: no limit)
-    exclude: list[Path] = field(default_factory=list)
-    encoding: str = "planes18"
-    shard_size: int = 4096
-    ray: Optional[str] = None  # None: local processes; "local", "auto" or a Ray address
-    max_minutes: float = 0.0  # stop cleanly after this long (0: no limit)
 
 
 @dataclass

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Optional
 
@@ -35,44 +35,14 @@ import torch
 from evaluators.encoding import get_encoding
 from evaluators.moves import MIRROR_FILES
 from training import corpus, shards
+from training.configs import TrainConfig
 from training.evaluate import batch_sums, finish
 from training.grow import grow
 from training.losses import SparsePolicy, gather_policy, soft_policy_loss, value_target, wdl_loss
 from training.model import PolicyValueNet, full_shape
+from training.readable import record_line
 from training.swa import WeightAverage
 from training.weights import WeightsError, load_file, load_network, network_of, save_weights, weights_of
-
-
-@dataclass
-class TrainConfig:
-    data: list[str]
-    out: str
-    blocks: int = 6
-    filters: int = 64
-    epochs: int = 4
-    batch_size: int = 512
-    lr: float = 2e-3
-    weight_decay: float = 1e-4
-    schedule: str = "cosine"  # cosine | step
-    label_smoothing: float = 0.0
-    result_weight: float = 0.0  # share of the game result in the value target (the rest: the engine's W/D/L)
-    temperature: float = 0.0  # > 0: recompute engine-labelled policies from their scores at this temperature (cp)
-    value_loss_weight: float = 1.0
-    grad_clip: float = 5.0
-    validation: float = 0.05
-    max_samples: int = 0
-    device: str = "auto"
-    seed: int = 1
-    resume: bool = False
-    init: str = ""  # start from this checkpoint's or weights file's network (fine-tuning)
-    grow: bool = False  # the init network may be smaller: embedded in this run's shape (training.grow)
-    squeeze: int = 0  # > 0: squeeze-and-excitation units in every block (training.model)
-    exclude: list[str] = field(default_factory=list)  # shard directories whose positions never train
-    max_minutes: float = 0.0  # stop cleanly (resumable) after this long; 0: no limit
-    budget_minutes: float = 0.0  # > 0: schedule over this much run time (training, validation); epochs: a cap
-    swa_every: int = 0  # > 0: fold the weights into a running mean every this many steps (Lc0's swa_steps)
-    swa_max_n: int = 10  # the newest snapshot weighs 1 / (min(n, swa_max_n) + 1); 0: a plain mean
-    mirror: bool = False  # train on half the positions without castling rights mirrored a-file <-> h-file
 
 
 class DeviceError(ValueError):
@@ -369,7 +339,7 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
             save_weights(weights_of({"model": averaged.state_dict(), "shape": model.shape, "meta": meta,
                                      "config": asdict(config), "history": history + [metrics]}), out / "swa.pt")
         history.append(metrics)
-        print(json.dumps(metrics))
+        print(record_line({"epoch": metrics["epoch"], **metrics}))
         seconds = run_seconds()  # the run ends here if its budget is spent, and the checkpoint says so
         save(epoch + 1, 0, seconds)
         (out / "history.json").write_text(json.dumps(history, indent=2))

@@ -1,16 +1,17 @@
 """The DeepChess pipeline (David, Netanyahu and Wolf, ICANN 2016), with sibling pairs.
 
-By concern, as the ResNet side: :mod:`~training.deepchess.config` (a run's
-settings), :mod:`~training.deepchess.data` (positions from decisive games,
-sibling parents, what is held out), :mod:`~training.deepchess.model` (the
-Siamese comparator, ensembles, checkpoints), :mod:`~training.deepchess.train`
-(Pos2Vec pretraining, the comparator, distillation, the whole run) and
-:mod:`~training.deepchess.evaluation` (the engine's symmetrised comparison on a
-validation set). Every network is measured on the run's validation set
-(``validation.npz``) and on any named validation set (training.valset).
+By concern, as the ResNet side: :mod:`~training.deepchess.data` (positions
+from decisive games, sibling parents, what is held out),
+:mod:`~training.deepchess.model` (the Siamese comparator, ensembles,
+checkpoints), :mod:`~training.deepchess.train` (Pos2Vec pretraining, the
+comparator, distillation, the whole run) and :mod:`~training.deepchess.evaluation`
+(the engine's symmetrised comparison on a validation set); a run's settings are
+``training.configs.DeepChessConfig``. Every network is measured on the run's
+validation set (``validation.npz``) and on any named validation set
+(training.valset).
 """
 
-from training.deepchess.config import DeepChessConfig
+from training.configs import DeepChessConfig
 from training.deepchess.data import prepare_data, read_games
 from training.deepchess.evaluation import evaluate, evaluate_all
 from training.deepchess.model import SiameseComparator, load_comparator, load_network

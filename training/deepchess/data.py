@@ -19,7 +19,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from evaluators.bits773 import INPUT_SIZE
-from training.deepchess.config import DeepChessConfig
+from training.configs import DeepChessConfig
 from training.generate import decisive_result
 from training.pairs import PositionSet, SiblingSet, pack, position_key, read_labels, split_siblings
 from training.pgn import ReadStats, iter_games

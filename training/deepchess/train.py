@@ -26,7 +26,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from training.deepchess.config import DeepChessConfig
+from training.configs import DeepChessConfig
 from training.deepchess.data import prepare_data
 from training.deepchess.evaluation import evaluate, evaluate_all
 from training.deepchess.model import (POS2VEC_LAYERS, STUDENT_HEAD, STUDENT_LAYERS, TEACHER_HEAD, Ensemble, Judge,

@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import shutil
 from concurrent.futures import as_completed
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
@@ -39,8 +38,10 @@ import numpy as np
 
 from evaluators.base import Evaluation, Evaluator, EvaluatorWrapper, MoveLists
 from search.base import SearchControl
+from training.configs import AlphaZeroConfig
 from training.rl.arena import MoverSpec, load_openings, play_match, white_score
 from training.processes import process_pool
+from training.readable import record_line
 from training.rl.history import save_history
 
 if TYPE_CHECKING:
@@ -48,31 +49,6 @@ if TYPE_CHECKING:
 
 #: The shard labeller's description of these targets (a directory never mixes label kinds).
 TARGETS = "alphazero self-play: root visit counts, game result"
-
-
-@dataclass
-class AlphaZeroConfig:
-    checkpoint: str  # policy-value weights to start from
-    out: str
-    iterations: int = 10
-    games: int = 40
-    nodes: int = 100
-    dirichlet_alpha: float = 0.3
-    dirichlet_weight: float = 0.25
-    temperature_plies: int = 30
-    max_plies: int = 300
-    window: int = 4
-    epochs: int = 1
-    batch_size: int = 256
-    lr: float = 3e-4
-    gate_games: int = 40
-    gate_nodes: int = 200
-    gate_threshold: float = 0.55
-    openings: str = ""
-    opening_plies: int = 6
-    workers: int = 2
-    device: str = "auto"
-    seed: int = 1
 
 
 class RootNoise(EvaluatorWrapper):
@@ -296,7 +272,7 @@ def train_alphazero(config: AlphaZeroConfig) -> Path:
         print(f"resuming {run.out} after iteration {run.state['iteration']}")
     while run.state["iteration"] < config.iterations:
         record = run.iterate()
-        print(json.dumps(record))
+        print(record_line(record))
         verdict = "accepted" if record["accepted"] else "rejected"
         print(f"iteration {record['iteration']}: candidate scored {100 * record['gate_score']:.1f}% "
               f"({record['gate_wins']}/{record['gate_draws']}/{record['gate_losses']}): {verdict}; "

@@ -29,10 +29,9 @@ the TD loss (T as the engine's ``QTemperature`` reads the Q-values).
 from __future__ import annotations
 
 import copy
-import json
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Optional
 
@@ -46,7 +45,9 @@ from evaluators.dqn import KIND
 from evaluators.encoding import Encoding, get_encoding
 from evaluators.moves import POLICY_SIZE
 from evaluators.onnx_model import KIND_KEY
+from training.configs import DQNConfig
 from training.model import ResidualBlock
+from training.readable import record_line
 from training.rl.arena import Mover, RandomMover, play_game, white_score
 from training.rl.history import save_history
 from training.rl.replay import (ReplayBuffer, State, expert_transitions, game_transitions, observe, unpack_bits,
@@ -101,39 +102,6 @@ def expert_cross_entropy(q: torch.Tensor, legal: torch.Tensor, action: torch.Ten
     """Mean cross-entropy of softmax(Q / temperature) over the legal moves against the expert's move."""
     logp = torch.log_softmax((q / temperature).masked_fill(~legal, -torch.inf), dim=1)
     return -logp.gather(1, action.unsqueeze(1)).mean()
-
-
-@dataclass
-class DQNConfig:
-    out: str
-    expert_pgn: list[str] = field(default_factory=list)
-    expert_transitions: int = 50_000
-    steps: int = 100_000  # self-play plies
-    epsilon_start: float = 1.0
-    epsilon_end: float = 0.01
-    epsilon_steps: int = 50_000
-    buffer: int = 100_000
-    batch_size: int = 64
-    lr: float = 1e-4
-    gamma: float = 0.99
-    target_sync: int = 500
-    train_every: int = 4
-    reward: str = "result"  # result | material
-    expert_weight: float = 0.0  # weight of the expert loss (0: the paper's DQN, experts overwritten in time)
-    expert_margin: float = 0.8
-    expert_loss: str = "margin"  # margin (DQfD) | cross-entropy (softmax of Q / expert_temperature)
-    expert_temperature: float = 0.1
-    pretrain_updates: int = 0  # gradient steps on the expert transitions alone before self-play
-    blocks: int = 2
-    filters: int = 32
-    random_plies: int = 4
-    max_plies: int = 300
-    eval_every: int = 10_000
-    eval_games: int = 10
-    checkpoint_every: int = 10_000
-    device: str = "auto"
-    threads: int = 1  # torch CPU threads: a small network acts one position at a time, where threads only cost
-    seed: int = 1
 
 
 def epsilon_at(step: int, config: DQNConfig) -> float:
@@ -268,7 +236,7 @@ class Trainer:
                 if done % 1000 == 0 or done == todo:
                     record = self.log(started, evaluate=done == todo)
                     bar.set_postfix_str(f"expert loss {record['expert_loss'] or 0:.3f}")
-        print(json.dumps(self.history[-1]))
+        tqdm.write(record_line(self.history[-1]))
         self.save(started, command)
 
     def self_play_game(self) -> None:
@@ -366,7 +334,7 @@ def train_dqn(config: DQNConfig, progress: bool = True, command: str = "") -> Pa
                                     + (f" vs random {record['eval_score']:.2f}" if evaluate else ""))
                 next_log = (step // 1000 + 1) * 1000
                 if evaluate:
-                    print(json.dumps(record))
+                    tqdm.write(record_line(record))
                     next_eval = (step // config.eval_every + 1) * config.eval_every
             if step >= next_save and step < config.steps:
                 trainer.save(started, command)

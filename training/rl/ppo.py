@@ -52,7 +52,9 @@ from evaluators.base import Evaluation, Evaluator, MoveLists, value_centipawns
 from evaluators.encoding import Encoding, get_encoding
 from evaluators.moves import POLICY_SIZE, move_to_index
 from search.base import SearchControl
+from training.configs import PPOConfig
 from training.model import PolicyValueNet
+from training.readable import record_line
 from training.generate import OpeningBook
 from training.rl.arena import EngineMover, stockfish, white_score
 from training.rl.history import save_history
@@ -169,44 +171,6 @@ class NetworkEvaluator(Evaluator):
 
     def centipawns(self, board: chess.Board) -> int:
         return value_centipawns(self, board)
-
-
-@dataclass
-class PPOConfig:
-    checkpoint: str  # policy-value weights to fine-tune
-    out: str
-    updates: int = 50
-    games_per_update: int = 8
-    epochs: int = 4
-    minibatch: int = 128
-    lr: float = 2e-5
-    gamma: float = 0.99
-    lam: float = 0.95
-    clip: float = 0.2
-    value_weight: float = 0.5
-    entropy_weight: float = 0.01
-    grad_clip: float = 0.5
-    target_kl: float = 0.02  # stop an update's passes early beyond 1.5 x this (0: never)
-    start_level: int = 0
-    max_level: int = 20
-    window: int = 20
-    promote_win_rate: float = 0.55
-    stockfish_nodes: int = 10_000
-    openings: str = ""
-    opening_share: float = 0.5
-    opening_plies: int = 8
-    shaping: float = 0.0  # weight of the central-control shaping (the paper's 0.1 when on)
-    policy_temperature: float = 1.0  # the policy PPO plays and trains is softmax(logits / T)
-    mcts_level: int = 4  # from this Skill Level on, moves come from the PPO/MCTS blend
-    mcts_nodes: int = 64
-    alpha: float = 0.5
-    mcts_temperature: float = 1.0  # pi_MCTS = visits ** (1 / T), renormalised
-    max_plies: int = 300
-    reset_value_head: bool = False  # a deliberately weak start: the checkpoint's trunk and policy, a fresh value head
-    value_trains_trunk: bool = True  # False: the value loss trains the value head only, the trunk the policy loss
-    device: str = "auto"
-    threads: int = 1
-    seed: int = 1
 
 
 @dataclass
@@ -450,7 +414,7 @@ def train_ppo(config: PPOConfig, progress: bool = True, command: str = "") -> Pa
                           "win_rate": trainer.curriculum.win_rate(), "plies": int(len(batch.get("action", []))),
                           **tally, **losses, "seconds": time.time() - started}
                 trainer.history.append(record)
-                print(json.dumps(record))
+                tqdm.write(record_line(record))
                 onnx = trainer.save(command)
                 bar.update(1)
         if not onnx.exists():
