@@ -1,5 +1,6 @@
-"""The training command line: its defaults are the config dataclasses', every option says what it does, and the
-conventions every command shares (one --device choice and default, one --seed default, --version) hold."""
+"""The training command line (and the GPU recipe): its defaults are the config dataclasses', every option says what
+it does, and the conventions every command shares (one --device choice and default, one --seed default, --version)
+hold."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from training import gpu_recipe
 from training.__main__ import cli
 from training.config_cli import DEVICES, SEED, ConfigOption, field_default, options_from, setting
 
@@ -23,7 +25,8 @@ COMMANDS_WITH_CONFIG = {"train", "validate", "distil", "label", "deepchess", "de
 
 
 def commands() -> dict[str, click.Command]:
-    return {name: command for name, command in cli.commands.items()}
+    """Every training command, and the GPU recipe (`python -m training.gpu_recipe`)."""
+    return {**cli.commands, "gpu_recipe": gpu_recipe.main}
 
 
 def test_config_commands_get_the_dataclass_defaults():
@@ -35,12 +38,14 @@ def test_config_commands_get_the_dataclass_defaults():
                 continue
             derived.add(name)
             expected = field_default(option.field)
+            if name == "gpu_recipe":  # its own defaults are named, the rest are the dataclasses'
+                expected = gpu_recipe.RECIPE_DEFAULTS.get(option.name, expected)
             if expected is dataclasses.MISSING:
                 assert option.required, (name, option.name)
             else:
                 assert given[option.name] == expected, (name, option.name)
                 assert type(given[option.name]) is type(expected), (name, option.name)  # 0 is not 0.0
-    assert COMMANDS_WITH_CONFIG <= derived
+    assert COMMANDS_WITH_CONFIG | {"gpu_recipe"} <= derived
 
 
 def test_every_option_says_what_it_does_and_no_path_of_this_machine():
@@ -49,7 +54,7 @@ def test_every_option_says_what_it_does_and_no_path_of_this_machine():
         for option in command.params:
             if isinstance(option, click.Option) and option.name != "help":
                 assert option.help, f"{name} {option.opts[0]} has no help text"
-        text = runner.invoke(cli, [name, "--help"], terminal_width=1000).output
+        text = runner.invoke(command, ["--help"], terminal_width=1000).output
         for path in {sys.executable, os.getcwd(), str(Path.home())}:
             assert path not in text, f"{name} --help shows {path}"
 

@@ -24,9 +24,18 @@ from typing import Optional
 
 import click
 
+from training.config_cli import options_from
+from training.configs import LabelConfig, TrainConfig
 from training.errors import clear_errors
 
 DELIVERABLES = ("resnet.onnx", "resnet.pt", "swa.pt", "report.json", "curves.png")
+#: The labelling settings the recipe passes on (their defaults and help are LabelConfig's).
+LABEL_SETTINGS = ("nodes", "multipv", "per_game", "min_ply", "workers", "seed")
+#: The training settings the recipe passes on (their defaults and help are TrainConfig's, but for RECIPE_DEFAULTS).
+TRAIN_SETTINGS = ("init", "grow", "blocks", "filters", "squeeze", "epochs", "batch_size", "lr", "result_weight",
+                  "temperature", "swa_every", "mirror", "budget_minutes", "device")
+#: A GPU trains on larger batches, and for longer, than `train`'s defaults, sized for a CPU.
+RECIPE_DEFAULTS = {"epochs": 10, "batch_size": 1024}
 
 
 def unpack_engine(engine: Path, out: Path) -> Path:
@@ -66,41 +75,16 @@ def run_bounded(command: list[str], seconds: float) -> bool:
 @click.option("--deliver", type=click.Path(file_okay=False, path_type=Path),
               help="Copy the deliverables here after this step (e.g. $OUT).")
 @click.option("--selfplay-games", default=0, show_default=True, help="Fresh Stockfish self-play games to label.")
-@click.option("--selfplay-nodes", default=2000, show_default=True)
-@click.option("--selfplay-random-plies", default=8, show_default=True)
-@click.option("--nodes", default=25000, show_default=True, help="Labelling nodes per position.")
-@click.option("--multipv", default=6, show_default=True)
-@click.option("--per-game", default=0, show_default=True, help="Positions labelled per game (0: all).")
-@click.option("--min-ply", default=0, show_default=True)
-@click.option("--workers", default=os.cpu_count() or 1, show_default=True, help="Labelling processes.")
-@click.option("--seed", default=1, show_default=True)
+@click.option("--selfplay-nodes", default=2000, show_default=True, help="Stockfish's nodes per self-play move.")
+@click.option("--selfplay-random-plies", default=8, show_default=True,
+              help="Random plies opening every self-play game.")
+@options_from(LabelConfig, only=LABEL_SETTINGS)
 @click.option("--data", "extra_data", multiple=True, type=click.Path(exists=True, path_type=Path),
               help="More training data already labelled (shard directory, MultiPV file; repeatable).")
 @click.option("--test", "test_dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Test set (shard directory): excluded from labelling and training, evaluated at the end.")
-@click.option("--init", default="", help="Fine-tune from this network (e.g. weights/resnet.pt).")
-@click.option("--grow", is_flag=True, help="--init may be smaller than --blocks x --filters: it is embedded in the "
-                                           "larger network, which starts from the same function (training.grow).")
-@click.option("--blocks", default=6, show_default=True)
-@click.option("--filters", default=64, show_default=True)
-@click.option("--squeeze", default=0, show_default=True,
-              help="Squeeze-and-excitation units in every block (train --squeeze; 0: none).")
-@click.option("--epochs", default=10, show_default=True)
-@click.option("--batch-size", default=1024, show_default=True)
-@click.option("--lr", default=2e-3, show_default=True)
-@click.option("--result-weight", default=0.0, show_default=True)
-@click.option("--temperature", default=0.0, show_default=True,
-              help="If > 0: train on soft policies recomputed from the engine's scores at this temperature (cp); "
-                   "sharper than the labels' 60 cp keeps more top-1.")
-@click.option("--swa-every", default=0, show_default=True,
-              help="Keep a running mean of the weights every this many steps (train --swa-every, a plain mean): "
-                   "delivered as swa.pt and evaluated on the test set beside the network (0: off).")
-@click.option("--mirror", is_flag=True,
-              help="Also train on positions without castling rights mirrored a-file <-> h-file (train --mirror).")
-@click.option("--budget-minutes", default=0.0, show_default=True,
-              help="Train for this much time over all steps, the schedule run over it (train --budget-minutes; "
-                   "--epochs is then a cap): a lease of fixed length ends with a finished network (0: by epochs).")
-@click.option("--device", default="auto", show_default=True)
+@options_from(TrainConfig, only=TRAIN_SETTINGS,
+              overrides={name: {"default": value} for name, value in RECIPE_DEFAULTS.items()})
 def main(**options) -> None:
     """Label on all cores and train on the GPU in resumable steps of at most --minutes (see docs/gpu-recipe.md)."""
     with clear_errors():
