@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from training import gpu_recipe
 from training.__main__ import cli
 from training.config_cli import DEVICES, SEED, ConfigOption, field_default, options_from, setting
+from training.readable import figures_text, record_line
 
 #: The commands that build a config dataclass from their options.
 COMMANDS_WITH_CONFIG = {"train", "validate", "distil", "label", "deepchess", "deepchess-valset", "dqn", "ppo",
@@ -105,3 +106,15 @@ def test_options_from_makes_flags_choices_lists_and_renames():
     assert runner.invoke(command, ["--out", "o", "--rate", "1"]).exit_code == 2  # skipped
     with pytest.raises(ValueError, match="Toy has no field nope"):
         options_from(Toy, skip=("nope",))
+
+
+def test_figures_print_as_tables_and_lines_not_dictionaries():
+    nested = {"validation": {"full": {"won_lost": 0.61234, "preferred_child": None}, "random": {"won_lost": 0.5}}}
+    assert figures_text(nested).splitlines() == ["validation:",
+                                                 "          won_lost  preferred_child",
+                                                 "  full      0.6123                -",
+                                                 "  random       0.5                -"]
+    rows = [{"network": "a.pt", "top1": 0.3478}, {"network": "bb.pt", "top1": 0.35}]
+    assert figures_text(rows).splitlines() == ["network    top1", "a.pt     0.3478", "bb.pt      0.35"]
+    line = record_line({"epoch": 3, "lr": 0.002, "seconds": 1234.5, "history": [1]})  # lists stay in the files
+    assert line == "epoch 3: lr 0.002, seconds 1,234"

@@ -128,7 +128,8 @@ def prepare_data(config: DeepChessConfig, name: str = "validation", training: bo
     parents = chain.from_iterable(read_labels(Path(p)) for p in config.labels)
     train_siblings, val_siblings, counts = split_siblings(parents, parent_held_out, training,
                                                           config.sibling_quiet, config.workers)
-    log(f"sibling parents: {len(train_siblings)} training, {len(val_siblings)} held out ({counts})")
+    log(f"sibling parents: {len(train_siblings)} training, {len(val_siblings)} held out ("
+        + ", ".join(f"{name} {count}" for name, count in counts.items()) + ")")
     validation = build_validation_set(
         name, val_set, val_siblings, games.heldout_keys, config.val_pairs, config.val_parents, config.sibling_margin,
         config.seed, {"files": config.pgn, "labels": config.labels, "validation": config.validation,
