@@ -11,4 +11,9 @@ setup(ext_modules=[Extension(
     sources=["hackmate_core/_cboard.c", "hackmate_core/cboard.c"],
     depends=["hackmate_core/cboard.h", "hackmate_core/polyglot_keys.h"],
     optional=True,
+), Extension(
+    "hackmate_core._calphabeta",  # search/alphabeta.py's search for the material and pst evaluations
+    sources=["hackmate_core/_calphabeta.c", "hackmate_core/cab.c", "hackmate_core/cboard.c"],
+    depends=["hackmate_core/cab.h", "hackmate_core/cboard.h", "hackmate_core/polyglot_keys.h"],
+    optional=True,
 )])

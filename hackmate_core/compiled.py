@@ -42,6 +42,23 @@ def _load() -> tuple[Optional[ModuleType], Optional[str]]:
 cboard, why_not = _load()
 #: True when the compiled path is in use.
 ACTIVE = cboard is not None
+#: The API_VERSION of ``hackmate_core._calphabeta`` (the compiled alpha-beta search) this code was written against.
+ALPHABETA_API_VERSION = 1
+
+
+def _load_alphabeta() -> Optional[ModuleType]:
+    """The compiled alpha-beta search, when the compiled board is in use (it is built with it) and is current."""
+    if cboard is None:
+        return None
+    try:
+        from hackmate_core import _calphabeta
+    except ImportError:
+        return None
+    return _calphabeta if getattr(_calphabeta, "API_VERSION", None) == ALPHABETA_API_VERSION else None
+
+
+#: The extension module ``hackmate_core._calphabeta``, or None (alpha-beta then searches in Python).
+calphabeta = _load_alphabeta()
 
 
 def move_code(move: chess.Move) -> int:

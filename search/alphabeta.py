@@ -8,28 +8,66 @@ extension, mate scores, tablebase scores and draw detection by rule
 The search keeps the Zobrist keys of the game and of its path, so repetitions
 are found with :func:`hackmate_core.rules.repetition_draw_keys`, the fast form of
 the shared repetition policy.
+
+For the evaluations that are a table of centipawns per piece and square
+(``material`` and ``pst``) each root search of an iteration runs in C
+(``hackmate_core._calphabeta``, see cab.h): the same search node for node, many
+times faster. This module keeps iterative deepening, MultiPV, the stoppers, the
+tablebase root filter and the reports on both paths; other evaluators,
+positions the compiled board does not take and ``HACKMATE_PURE_PYTHON=1`` search
+in Python.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import chess
 import chess.polyglot
 
 from evaluators.base import Evaluator
-from hackmate_core.exchange import mvv_lva
+from evaluators.material import PST, MaterialEvaluator, PstEvaluator
+from hackmate_core import compiled
+from hackmate_core.exchange import PIECE_VALUES, mvv_lva
+from hackmate_core.tablebase import Tablebase
 from hackmate_core.rules import fifty_move_draw, insufficient_material, legal_moves, repetition_draw_keys
 from hackmate_core.score import (MATE, MATE_BOUND, TB_BOUND, mate_in_moves, mated_score, mating_score, score_wdl,
                                  tablebase_score)
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
 from search.stoppers import Progress
-from search.tt import EXACT, LOWER, UPPER, TranspositionTable
+from search.tt import EXACT, LOWER, UPPER, TranspositionTable, slot_count
 
 INF = MATE + 1
 MAX_PLY = 128
 #: Nodes between looks at the clock and `stop` (a node takes tens of microseconds; a network's, milliseconds).
 CHECK_NODES_EVERY = 16
+
+
+def compiled_evaluation(evaluator: Evaluator) -> Optional[list[int]]:
+    """The evaluator's ``centipawns`` as the compiled search's table, [colour][piece type 0-6][square] flattened,
+    when it is one (material, piece-square tables), else None."""
+    centipawns = type(evaluator).centipawns
+    if centipawns is PstEvaluator.centipawns:
+        return [PST[(bool(color), piece_type)][square] if piece_type else 0
+                for color in (chess.BLACK, chess.WHITE) for piece_type in range(7) for square in chess.SQUARES]
+    if centipawns is MaterialEvaluator.centipawns:
+        return [PIECE_VALUES[piece_type] if chess.PAWN <= piece_type <= chess.QUEEN else 0
+                for _ in (chess.BLACK, chess.WHITE) for piece_type in range(7) for _ in chess.SQUARES]
+    return None
+
+
+def _tablebase_probe(tablebase: Tablebase) -> Callable[[tuple[Any, ...]], Optional[int]]:
+    """The compiled search's tablebase callback: a position's state tuple -> ``probe_result``."""
+    def probe(state: tuple[Any, ...]) -> Optional[int]:
+        pawns, knights, bishops, rooks, queens, kings, white, black, turn, ep_square, halfmove_clock = state
+        board = chess.Board(None)
+        board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings = (
+            pawns, knights, bishops, rooks, queens, kings)
+        board.occupied_co = [black, white]
+        board.occupied = white | black
+        board.turn, board.ep_square, board.halfmove_clock = turn, ep_square, halfmove_clock
+        return tablebase.probe_result(board)
+    return probe
 
 
 class AlphaBetaSearch(Search):
@@ -57,18 +95,28 @@ class AlphaBetaSearch(Search):
         #: The root's tablebase result (+1 / 0 / -1) when the tables cover it.
         self.root_tablebase_result: Optional[int] = None
         self.pv: list[list[chess.Move]] = [[] for _ in range(MAX_PLY + 2)]
+        #: The evaluation as the compiled search's table, when there is a compiled search for it.
+        self.evaluation_table = compiled_evaluation(evaluator) if compiled.calphabeta is not None else None
+        #: The compiled search and its table, made at its first use (None: not yet, or searching in Python).
+        self.searcher: Any = None
+        #: Whether the last search ran compiled (its table is the one `hashfull` reports).
+        self.searched_compiled = False
 
     def set_hash(self, megabytes: float) -> None:
-        """A new table of that size; a running search switches to it at its next probe."""
+        """A new table of that size; a running Python search switches to it at its next probe, a compiled one
+        at the next search."""
         super().set_hash(megabytes)
         self.tt = TranspositionTable(megabytes)
+        self.searcher = None
 
     def new_game(self) -> None:
         self.tt.clear()
+        if self.searcher is not None:
+            self.searcher.clear()
         self.history = [[0] * 64 for _ in range(64)]
 
     def hashfull(self) -> int:
-        return self.tt.hashfull()
+        return self.searcher.hashfull() if self.searched_compiled and self.searcher is not None else self.tt.hashfull()
 
     # ----------------------------------------------------------------- driver
 
@@ -76,8 +124,6 @@ class AlphaBetaSearch(Search):
         board = board.copy()
         self.control = control
         self.nodes = 0
-        self.tt.new_search()
-        self.killers = [[None, None] for _ in range(MAX_PLY + 1)]
         self.history = [[h // 8 for h in row] for row in self.history]
         self.keys = self._history_keys(board)
         self.root_index = len(self.keys)
@@ -88,6 +134,21 @@ class AlphaBetaSearch(Search):
             return SearchResult(None)
         legal_count = board.legal_moves.count()
         self.root_allowed = set(root_moves) if len(root_moves) < legal_count else None
+        searcher = self._start_compiled(board, control)
+        self.searched_compiled = searcher is not None
+        if searcher is None:
+            self.tt.new_search()
+            self.killers = [[None, None] for _ in range(MAX_PLY + 1)]
+        try:
+            return self._deepen(board, control, report, root_moves, searcher)
+        finally:
+            if searcher is not None:
+                flat = searcher.history()
+                self.history = [flat[origin * 64:origin * 64 + 64] for origin in range(64)]
+
+    def _deepen(self, board: chess.Board, control: SearchControl, report: Reporter, root_moves: list[chess.Move],
+                searcher: Any) -> SearchResult:
+        """Iterative deepening with MultiPV lines, each root search in Python or compiled (``searcher``)."""
         best_lines: list[tuple[int, list[chess.Move]]] = [(0, [root_moves[0]])]
         multipv = min(self.multipv, len(root_moves))
         for depth in range(1, MAX_PLY):
@@ -96,8 +157,12 @@ class AlphaBetaSearch(Search):
             self.seldepth = 0
             try:
                 for index in range(multipv):
-                    score = self._negamax(board, depth, -INF, INF, 0, True)
-                    pv = self.pv[0] or [m for m in root_moves if m not in self.excluded_root][:1]
+                    if searcher is None:
+                        score = self._negamax(board, depth, -INF, INF, 0, True)
+                        pv = self.pv[0]
+                    else:
+                        score, pv = self._compiled_root_search(searcher, depth)
+                    pv = pv or [m for m in root_moves if m not in self.excluded_root][:1]
                     lines.append((score, pv))
                     self.excluded_root.add(pv[0])
                     self._report(report, depth, score, pv, index + 1)
@@ -115,6 +180,38 @@ class AlphaBetaSearch(Search):
         pv = best_lines[0][1]
         return SearchResult(pv[0], pv[1] if len(pv) > 1 else None)
 
+    def _start_compiled(self, board: chess.Board, control: SearchControl) -> Any:
+        """The compiled search, started on ``board``, when the evaluation and the position allow it, else None."""
+        calphabeta, cboard = compiled.calphabeta, compiled.cboard
+        if self.evaluation_table is None or calphabeta is None or cboard is None:
+            return None
+        if self.searcher is None:
+            self.searcher = calphabeta.Searcher(slot_count(self.hash_mb))
+        tablebase = self.tablebase
+        try:
+            root = cboard.Board.from_board(board, history=False)
+            self.searcher.start(root.state(), root.chess960, self.keys, self.evaluation_table,
+                                [count for row in self.history for count in row], control.max_nodes,
+                                tablebase.max_pieces if tablebase is not None else 0)
+        except ValueError:  # a position the compiled board does not take
+            return None
+        return self.searcher
+
+    def _compiled_root_search(self, searcher: Any, depth: int) -> tuple[int, list[chess.Move]]:
+        """One root search of the iteration in C: what ``_negamax`` at the root returns, and ``pv[0]``."""
+        allowed = None if self.root_allowed is None else [compiled.move_code(m) for m in self.root_allowed]
+        tablebase = self.tablebase
+        searcher.seldepth = self.seldepth
+        try:
+            result = searcher.search(depth, [compiled.move_code(m) for m in self.excluded_root], allowed,
+                                     self.control.stopped, None if tablebase is None else _tablebase_probe(tablebase))
+        finally:
+            self.nodes, self.seldepth = searcher.nodes, searcher.seldepth
+        if result is None:
+            raise SearchStopped
+        score, codes = result
+        return score, [compiled.code_move(code) for code in codes]
+
     def _history_keys(self, board: chess.Board) -> list[int]:
         """Zobrist keys of the game's positions since the last irreversible move."""
         keys = []
@@ -130,7 +227,7 @@ class AlphaBetaSearch(Search):
             score = tablebase_score(self.root_tablebase_result, 1)  # the tables know better than a shallow search
         report(SearchInfo(depth=depth, seldepth=max(self.seldepth, depth), nodes=self.nodes,
                           time_s=self.control.elapsed(), pv=pv, score=score, wdl=score_wdl(score), multipv=multipv,
-                          hashfull=self.tt.hashfull(), tbhits=self.tbhits()))
+                          hashfull=self.hashfull(), tbhits=self.tbhits()))
 
     # ----------------------------------------------------------------- search
 

@@ -12,6 +12,11 @@ EXACT, LOWER, UPPER = 0, 1, 2
 BYTES_PER_ENTRY = 220
 
 
+def slot_count(megabytes: float) -> int:
+    """Slots of a table of ``megabytes``; the compiled search's table has as many, so both search alike."""
+    return max(1024, int(megabytes * 1024 * 1024) // BYTES_PER_ENTRY)
+
+
 class TranspositionTable:
     """Depth-preferred slots indexed by ``key % size``; entries of older searches are replaced first.
 
@@ -19,7 +24,7 @@ class TranspositionTable:
     """
 
     def __init__(self, megabytes: float) -> None:
-        self.size = max(1024, int(megabytes * 1024 * 1024) // BYTES_PER_ENTRY)
+        self.size = slot_count(megabytes)
         self.slots: list[Optional[tuple[int, int, int, int, Optional[chess.Move], int]]] = [None] * self.size
         self.generation = 0
 
