@@ -4,6 +4,8 @@ Without a C compiler the build goes on without it and the engine runs on the pur
 (hackmate_core.compiled says why).
 """
 
+import sys
+
 from setuptools import Extension, setup
 
 setup(ext_modules=[Extension(
@@ -15,5 +17,12 @@ setup(ext_modules=[Extension(
     "hackmate_core._calphabeta",  # search/alphabeta.py's search for the material and pst evaluations
     sources=["hackmate_core/_calphabeta.c", "hackmate_core/cab.c", "hackmate_core/cboard.c"],
     depends=["hackmate_core/cab.h", "hackmate_core/cboard.h", "hackmate_core/polyglot_keys.h"],
+    optional=True,
+), Extension(
+    "hackmate_core._cpuct",
+    sources=["hackmate_core/_cpuct.c", "hackmate_core/cpuct.c", "hackmate_core/cboard.c"],
+    depends=["hackmate_core/cpuct.h", "hackmate_core/cboard.h", "hackmate_core/polyglot_keys.h"],
+    # no fused multiply-add: the tactical gains must round as Python's arithmetic does (MSVC does not fuse)
+    extra_compile_args=[] if sys.platform == "win32" else ["-ffp-contract=off"],
     optional=True,
 )])

@@ -19,7 +19,7 @@ more than the move loop.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import chess
 
@@ -70,6 +70,29 @@ class BlendedEvaluator(EvaluatorWrapper):
     def prepare(self, board: chess.Board, moves: Sequence[chess.Move]) -> Request:
         """The inner request, with the heuristics of the moment's option values."""
         request = self.inner.prepare(board, moves)
+        request.blend = self._heuristics(board, moves)  # type: ignore[attr-defined]
+        return request
+
+    def takes_leaves(self) -> bool:
+        """Whether :meth:`prepare_leaf` can take a compiled PUCT leaf (the wrapped evaluator can)."""
+        takes_leaves = getattr(self.inner, "takes_leaves", None)
+        return self._forwards_stages and takes_leaves is not None and takes_leaves()
+
+    def prepare_leaf(self, leaf: Any) -> Request:
+        """:meth:`prepare` of a compiled PUCT leaf: the tactical gains come from C; the material blend, off by
+        default, takes a python-chess board of the leaf."""
+        request = self.inner.prepare_leaf(leaf)  # type: ignore[attr-defined]
+        if self.material_blend:
+            board = leaf.board()
+            request.blend = self._heuristics(board, list(board.legal_moves))  # type: ignore[attr-defined]
+        else:
+            tactical = self.tactical_priors
+            heuristic = gain_softmax(leaf.gains) if tactical and request.moves else None
+            request.blend = tactical, 0.0, heuristic, 0.0  # type: ignore[attr-defined]
+        return request
+
+    def _heuristics(self, board: chess.Board, moves: Sequence[chess.Move]) -> tuple[float, float, Any, float]:
+        """(tactical, material, heuristic priors, material value) for :meth:`blend`."""
         tactical, material = self.tactical_priors, self.material_blend
         heuristic, material_q = None, 0.0
         if (tactical or material) and moves:
@@ -83,8 +106,7 @@ class BlendedEvaluator(EvaluatorWrapper):
                 material_q = cp_to_q(self.material.centipawns(board) + _best_exchange(board, moves, captures))
         elif material:
             material_q = cp_to_q(self.material.centipawns(board))
-        request.blend = tactical, material, heuristic, material_q  # type: ignore[attr-defined]
-        return request
+        return tactical, material, heuristic, material_q
 
     def finish(self, requests: Sequence[Request]) -> list[Evaluation]:
         return [self.blend(request, evaluation) for request, evaluation in zip(requests, self.inner.finish(requests))]

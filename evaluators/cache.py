@@ -55,6 +55,24 @@ class CachedEvaluator(EvaluatorWrapper):
         request.cache_entry = key, generation  # type: ignore[attr-defined]
         return request
 
+    def takes_leaves(self) -> bool:
+        """Whether :meth:`prepare_leaf` can take a compiled PUCT leaf (the wrapped evaluators can)."""
+        takes_leaves = getattr(self.inner, "takes_leaves", None)
+        return self._forwards_stages and takes_leaves is not None and takes_leaves()
+
+    def prepare_leaf(self, leaf: Any) -> Request:
+        """:meth:`prepare` of a compiled PUCT leaf, keyed by its compiled key (the same position and clock)."""
+        key = leaf.cache_key
+        evaluation = self.cache.get(key)
+        if evaluation is not None:
+            request = Request(leaf.moves)
+            request.evaluation = evaluation
+            return request
+        generation = self.cache.generation
+        request = self.inner.prepare_leaf(leaf)  # type: ignore[attr-defined]
+        request.cache_entry = key, generation  # type: ignore[attr-defined]
+        return request
+
     def finish(self, requests: Sequence[Request]) -> list[Evaluation]:
         evaluations = self.inner.finish(requests)
         for request, evaluation in zip(requests, evaluations):

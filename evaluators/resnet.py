@@ -237,6 +237,20 @@ class ResNetEvaluator(Evaluator):
                              for m in moves]
         return request
 
+    def takes_leaves(self) -> bool:
+        """Whether :meth:`prepare_leaf` can take a compiled PUCT leaf: planes18 needs no history."""
+        return self.encoding.history == 1
+
+    def prepare_leaf(self, leaf: Any) -> Request:
+        """:meth:`prepare` of a compiled PUCT leaf (hackmate_core._cpuct.Leaf): the same bitboards and slots,
+        computed in C; :meth:`collate` and :meth:`finish` treat both requests alike."""
+        request = Request(leaf.moves)
+        request.bitboards = leaf.bitboards  # type: ignore[attr-defined]
+        request.black = leaf.black  # type: ignore[attr-defined]
+        request.rule50 = leaf.rule50  # type: ignore[attr-defined]
+        request.slots = leaf.slots  # type: ignore[attr-defined]
+        return request
+
     def collate(self, requests: Sequence[Request]) -> Optional[np.ndarray]:
         """The planes of a batch of prepared requests (None for an empty batch)."""
         if not requests:

@@ -19,6 +19,13 @@ a node budget are the same from run to run, overlapped or not. With a clock,
 no minibatch is sent that would likely come back after the hard deadline
 (a moving average of the network's seconds per position says so).
 
+On the compiled path (:mod:`hackmate_core.compiled`, with ``hackmate_core._cpuct`` built) a node keeps a
+compiled position instead, and one C call per leaf makes its move, generates its moves, applies the rules
+and finds a mate in one; the evaluator's ``prepare_leaf`` takes the cache key, tactical gains, input
+bitboards and policy slots from it, computed in C the way the Python computes them, so that both paths
+build the same tree. Evaluators that cannot take such a leaf (a history encoding, a plugin) keep the
+python-chess path, as do positions the compiled board refuses.
+
 Unvisited children get a first-play-urgency value below the parent's;
 positions decided by rule, by the tablebases or by a mate in one are scored
 exactly, and the subtree of the move played is kept for the next search.
@@ -46,11 +53,13 @@ from functools import partial
 import time
 from array import array
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Optional, Sequence
+from types import ModuleType
+from typing import Any, Optional, Sequence
 
 import chess
 
 from evaluators.base import Evaluation, Evaluator, Request
+from hackmate_core import compiled
 from hackmate_core.boards import BoardState, state_stack, truncate_history
 from hackmate_core.options import Option
 from hackmate_core.rules import LegalMoves, PLAIN_MOVES, game_result, legal_moves, mate_in_one
@@ -72,6 +81,23 @@ POLL_S = 0.002
 #: With the overlap, how long the search thread may keep the GIL while the inference thread wants it
 #: (Python's default, 5 ms, would idle the network that long after each run, a minibatch takes 10-20 ms).
 SWITCH_INTERVAL_S = 0.0005
+#: The API_VERSION of hackmate_core._cpuct this code was written against; a build of older sources is not used.
+CPUCT_API_VERSION = 1
+
+
+def _load_cpuct() -> Optional[ModuleType]:
+    """hackmate_core._cpuct (PUCT's per-leaf work in C) where the compiled path is in use, built and up to date."""
+    if not compiled.ACTIVE:
+        return None
+    try:
+        from hackmate_core import _cpuct
+    except ImportError:
+        return None
+    return _cpuct if getattr(_cpuct, "API_VERSION", None) == CPUCT_API_VERSION else None
+
+
+#: None on the pure-Python path.
+_cpuct = _load_cpuct()
 
 
 class Node:
@@ -102,9 +128,10 @@ class Node:
         #: Plies to the end of the game when ``terminal`` is known (0: the game is over here;
         #: UNKNOWN_DISTANCE and more: a tablebase result).
         self.plies = 0
-        #: The position here (python-chess's board state), kept once the node is sent to the evaluator: a leaf
-        #: below it is one move from it, without making the moves of the whole path.
-        self.state: Optional[BoardState] = None
+        #: The position here (python-chess's board state, or on the compiled path a hackmate_core._cpuct.Position),
+        #: kept once the node is sent to the evaluator: a leaf below it is one move from it, without making the
+        #: moves of the whole path.
+        self.state: Any = None
 
     def proven_lost(self) -> bool:
         """True when the side that moved into this node is proven to lose here (MCTS-solver)."""
@@ -121,6 +148,17 @@ def move_code(move: chess.Move) -> int:
 
 def code_move(code: int) -> chess.Move:
     return PLAIN_MOVES[code] if code < 4096 else chess.Move(code & 63, code >> 6 & 63, code >> 12)
+
+
+def _compiled_position(board: chess.Board) -> Any:
+    """``board``'s position as a hackmate_core._cpuct.Position (ValueError: the compiled board does not take it)."""
+    if board.promoted & board.kings:
+        raise ValueError("a promoted king")
+    ep_square = board.ep_square
+    return _cpuct.position(board.pawns, board.knights, board.bishops, board.rooks,  # type: ignore[union-attr]
+                           board.queens, board.kings, board.occupied_co[chess.WHITE], board.occupied_co[chess.BLACK],
+                           board.turn, board.clean_castling_rights(), -1 if ep_square is None else ep_square,
+                           board.halfmove_clock, board.fullmove_number, board.chess960)
 
 
 class Batch:
@@ -174,6 +212,10 @@ class PuctSearch(Search):
         #: Seconds per position from sending a batch to its result (a moving average): no batch is sent that
         #: would come back after the hard deadline.
         self.network_seconds = 0.0
+        #: Whether the tree's positions are compiled ones (the leaves are made in C), and for those the keys of the
+        #: game's positions before the root that the repetition rule can reach.
+        self.compiled_tree = False
+        self._game_keys = b""
 
     # ---------------------------------------------------------------- memory
 
@@ -232,8 +274,12 @@ class PuctSearch(Search):
         allowed = self.root_moves(board, control).moves
         if not allowed:
             return SearchResult(None)
-        root = self._reuse_tree(board)
-        root.state = BoardState(board)  # where every walk down the tree starts
+        compiled_root = self._compiled_root(board)
+        root = self._reuse_tree(board, compiled_root is not None)
+        if compiled_root is not None:
+            root.state, self._game_keys = compiled_root  # where every walk down the tree starts
+        else:
+            root.state = BoardState(board)
         if root.moves is None:  # evaluated with every legal move: evaluations are cached by position
             self._expand(root, self.evaluator.evaluate(board, legal_moves(board)))
         self.root_filtered = len(allowed) < len(root.moves or ())
@@ -289,11 +335,36 @@ class PuctSearch(Search):
         ponder = self._best_child(best) if best.children else None
         return SearchResult(best.move, ponder.move if ponder is not None else None)
 
-    def _reuse_tree(self, board: chess.Board) -> Node:
-        """Find the new root among the old tree's grandchildren (our move + their reply)."""
+    def _compiled_root(self, board: chess.Board) -> Optional[tuple[Any, bytes]]:
+        """The root's compiled position and the keys of the game's positions before it within its fifty-move
+        clock, when the leaves can be made in C (the compiled path is in use, the evaluator takes compiled leaves
+        and the compiled board takes the position and its history); else None."""
+        takes_leaves = getattr(self.evaluator, "takes_leaves", None)
+        if _cpuct is None or takes_leaves is None or not takes_leaves() or type(board) is not chess.Board:
+            return None
+        back = min(board.halfmove_clock, len(board.move_stack), 100)  # a leaf with a clock of 100 is drawn anyway
+        earlier = board.copy(stack=back)
+        for _ in range(back):
+            earlier.pop()
+        try:
+            position = _compiled_position(earlier)
+            keys = array("Q")
+            for move in board.move_stack[len(board.move_stack) - back:]:
+                keys.append(position.key)
+                position = position.make(move_code(move))
+            if position.state() != _compiled_position(board).state():
+                return None
+        except ValueError:  # a position the compiled board does not take, a null move
+            return None
+        return position, keys.tobytes()
+
+    def _reuse_tree(self, board: chess.Board, compiled_tree: bool) -> Node:
+        """Find the new root among the old tree's grandchildren (our move + their reply); a tree of the other
+        path's positions (compiled or python-chess's) is not reused."""
         self.reused = 0
         old_root = self.root
-        if old_root is not None and self.root_fen is not None:
+        same_path, self.compiled_tree = compiled_tree == self.compiled_tree, compiled_tree
+        if old_root is not None and self.root_fen is not None and same_path:
             for back in range(0, 3):
                 if len(board.move_stack) < back:
                     break
@@ -376,23 +447,9 @@ class PuctSearch(Search):
         if node.virtual:
             return  # a collision with a leaf already on its way to the network
         self._count_depth(depth)
-        base = len(board.move_stack)
-        try:
-            self._set_board(board, path)
-            moves = LegalMoves(legal_moves(board))  # for the rules, mate in one and the evaluator
-            terminal = self._terminal_value(board, moves, depth)
-            if terminal is not None:
-                value, draw, plies = terminal
-                node.terminal, node.plies = (value, draw), plies
-                self._backup(path, value, draw)
-                self._solve_upwards(path)
-                return
-            request = self.evaluator.prepare(board, moves)
-            node.state = BoardState(board)
-        finally:
-            if depth:
-                truncate_history(board, base)
-                root.state.restore(board)  # type: ignore[union-attr]
+        request = self._prepare_leaf(path) if self.compiled_tree else self._prepare_on_board(board, path)
+        if request is None:
+            return  # its result was known exactly and is backed up
         if request.evaluation is not None:  # known at once (a cache hit)
             self._settle(path, request.evaluation)
             return
@@ -400,6 +457,46 @@ class PuctSearch(Search):
             n.virtual += self.virtual_loss
         batch.paths.append(path)
         batch.requests.append(request)
+
+    def _prepare_on_board(self, board: chess.Board, path: list[Node]) -> Optional[Request]:
+        """The evaluator's request for the leaf ``path[-1]``, with python-chess's board set on it; None when its
+        result is known exactly (then backed up)."""
+        depth, root, node = len(path) - 1, path[0], path[-1]
+        base = len(board.move_stack)
+        try:
+            self._set_board(board, path)
+            moves = LegalMoves(legal_moves(board))  # for the rules, mate in one and the evaluator
+            terminal = self._terminal_value(board, moves, depth)
+            if terminal is not None:
+                self._settle_terminal(path, terminal)
+                return None
+            request = self.evaluator.prepare(board, moves)
+            node.state = BoardState(board)
+        finally:
+            if depth:
+                truncate_history(board, base)
+                root.state.restore(board)
+        return request
+
+    def _prepare_leaf(self, path: list[Node]) -> Optional[Request]:
+        """:meth:`_prepare_on_board` with the leaf made by the compiled board: one C call makes the move on the
+        parent's position, generates the moves and applies the rules; the evaluator takes what it needs from it."""
+        node = path[-1]
+        leaf = _cpuct.leaf(path, move_code(node.move) if len(path) > 1 else -1, self._game_keys)  # type: ignore
+        terminal = self._leaf_terminal(leaf)
+        if terminal is not None:
+            self._settle_terminal(path, terminal)
+            return None
+        request = self.evaluator.prepare_leaf(leaf)  # type: ignore[attr-defined]
+        node.state = leaf.state
+        return request
+
+    def _settle_terminal(self, path: list[Node], terminal: tuple[float, float, int]) -> None:
+        """Mark the leaf's exact result and back it up (MCTS-solver)."""
+        value, draw, plies = terminal
+        path[-1].terminal, path[-1].plies = (value, draw), plies
+        self._backup(path, value, draw)
+        self._solve_upwards(path)
 
     @staticmethod
     def _set_board(board: chess.Board, path: list[Node]) -> None:
@@ -522,6 +619,20 @@ class PuctSearch(Search):
             return (1.0, 0.0, 1)
         return None
 
+    def _leaf_terminal(self, leaf: Any) -> Optional[tuple[float, float, int]]:
+        """:meth:`_terminal_value` of a compiled leaf (the tablebases probe a python-chess board of it)."""
+        result = leaf.result
+        if result is not None:
+            return (-1.0, 0.0, 0) if result < 0 else (0.0, 1.0, 0)
+        tablebase = self.tablebase
+        if tablebase is not None and leaf.pieces <= tablebase.max_pieces and not leaf.castling:
+            result = tablebase.probe_result(leaf.board())
+            if result is not None:
+                return (float(result), 1.0 - abs(result), UNKNOWN_DISTANCE)
+        if leaf.mate_in_one:
+            return (1.0, 0.0, 1)
+        return None
+
     @staticmethod
     def _expand(node: Node, evaluation: Evaluation) -> None:
         moves, policy = evaluation.moves, evaluation.policy
@@ -529,7 +640,9 @@ class PuctSearch(Search):
             priors = evaluation.priors or {}
             moves, policy = list(priors), list(priors.values())
         order = sorted(range(len(moves)), key=policy.__getitem__, reverse=True)
-        node.moves = array("H", [move_code(moves[i]) for i in order])
+        if moves and type(moves[0]) is not int:  # python-chess's moves; a compiled leaf's are codes already
+            moves = [move_code(move) for move in moves]
+        node.moves = array("H", [moves[i] for i in order])
         node.priors = array("f", [policy[i] for i in order])
 
     def _backup(self, path: list[Node], value: float, draw: float) -> None:

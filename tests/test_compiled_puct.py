@@ -1,0 +1,148 @@
+"""PUCT's compiled leaves (hackmate_core._cpuct): each leaf agrees with the Python rules and heuristics it
+replaces, both paths build the same tree, and Hash still bounds it. Without the compiled path (not built, or
+HACKMATE_PURE_PYTHON=1) only the load test runs."""
+
+from __future__ import annotations
+
+import random
+
+import chess
+import pytest
+
+import search.puct as puct
+from engine.backends import apply_hash, build_evaluator, build_search
+from evaluators.encoding import unflipped_bitboards
+from evaluators.material import tactical_gains
+from evaluators.moves import move_to_index
+from evaluators.resnet import _policy_move
+from hackmate_core import compiled
+from hackmate_core.rules import checking_moves, game_result, legal_moves, mate_in_one
+from search.base import SearchControl
+from search.puct import Node, PuctSearch, _compiled_position, move_code
+
+needs_compiled = pytest.mark.skipif(puct._cpuct is None, reason="the compiled path is not in use")
+
+
+def test_the_compiled_leaves_load_with_the_compiled_board():
+    """CI must not silently run only the fallback: where the compiled board loads, so do PUCT's leaves."""
+    assert (puct._cpuct is not None) == compiled.ACTIVE
+
+
+def network_search() -> PuctSearch:
+    evaluator = build_evaluator("resnet", threads=1)
+    search = build_search("puct", evaluator)
+    search.set_threads(1)
+    apply_hash(16, search, evaluator)
+    assert isinstance(search, PuctSearch)
+    return search
+
+
+def random_boards(count: int, seed: int):
+    """Boards of random games (with their move stacks), standard and Chess960."""
+    rng = random.Random(seed)
+    board = chess.Board()
+    for _ in range(count):
+        moves = list(board.legal_moves)
+        if not moves or board.ply() > 120:
+            board = chess.Board.from_chess960_pos(rng.randrange(960)) if rng.random() < 0.3 else chess.Board()
+            continue
+        yield board
+        board.push(rng.choice(moves))
+
+
+def root_node(board: chess.Board) -> Node:
+    node = Node(None, 1.0)
+    node.state = _compiled_position(board)
+    return node
+
+
+@needs_compiled
+def test_a_leaf_agrees_with_the_python_rules_and_heuristics():
+    checked = 0
+    for board in random_boards(1500, seed=3):
+        moves = legal_moves(board)
+        leaf = puct._cpuct.leaf([root_node(board)], -1, b"")
+        assert leaf.moves == [move_code(move) for move in moves], board.fen()
+        assert leaf.result == game_result(board, moves, 0)
+        assert leaf.mate_in_one == (mate_in_one(board, moves) is not None)
+        assert leaf.gains == tactical_gains(board, moves, checking_moves(board, moves))[0]  # exactly
+        assert leaf.bitboards == tuple(unflipped_bitboards(board))
+        assert leaf.slots == [move_to_index(_policy_move(board, move), board.turn) for move in moves]
+        assert (leaf.black, leaf.rule50) == (board.turn == chess.BLACK, board.halfmove_clock)
+        assert leaf.board().fen() == board.fen()
+        checked += len(moves)
+    assert checked > 30000
+
+
+@needs_compiled
+def test_a_leaf_applies_the_repetition_policy_to_the_game_and_the_tree():
+    """Knights out and back: repetitions before the root need two earlier occurrences, inside the tree one."""
+    search = network_search()
+    shuffle = ["g1f3", "g8f6", "f3g1", "f6g8"]
+    for plies_before_root in range(len(shuffle) * 2 + 1):
+        game = chess.Board()
+        for uci in (shuffle * 3)[:plies_before_root]:
+            game.push_uci(uci)
+        position, keys = search._compiled_root(game)
+        path, board = [Node(None, 1.0)], game.copy()
+        path[0].state = position
+        for uci in (shuffle * 3)[plies_before_root:plies_before_root + 6]:
+            move = chess.Move.from_uci(uci)
+            node = Node(move, 0.0)
+            path.append(node)
+            leaf = puct._cpuct.leaf(path, move_code(move), keys)
+            board.push(move)
+            assert leaf.result == game_result(board, legal_moves(board), len(path) - 1), (plies_before_root, uci)
+            node.state = leaf.state
+
+
+def tree_of(node: Node) -> tuple:
+    """Everything selection and the report read, for the whole tree."""
+    return (node.move, node.visits, node.value_sum, node.draw_sum, node.terminal, node.plies,
+            tuple(node.moves or ()), tuple(node.priors), tuple(tree_of(child) for child in node.children))
+
+
+def bench_style(board: chess.Board, nodes: int) -> tuple:
+    search = network_search()
+    search.new_game()
+    search.evaluator.new_game()
+    result = search.search(board, SearchControl(max_nodes=nodes), lambda info: None)
+    return search.compiled_tree, search.nodes, result.best_move, tree_of(search.root)
+
+
+def played(fen: str, ucis: str, chess960: bool = False) -> chess.Board:
+    board = chess.Board(fen, chess960=chess960)
+    for uci in ucis.split():
+        board.push_uci(uci)
+    return board
+
+
+SEARCHED = [
+    chess.Board("r1bq1rk1/pp2b1pp/n1pp1n2/3P1p2/2P1p3/2N1P2N/PP2BPPP/R1BQ1RK1 b - - 2 10"),
+    chess.Board("8/8/2p5/1p1k4/1P1Pp3/2K1P3/8/8 w - - 0 1"),
+    chess.Board("4r1k1/3n1ppp/8/8/8/8/5PPP/3R2K1 w - - 0 1"),  # hanging pieces, checks, mates near
+    played(chess.STARTING_FEN, "g1f3 g8f6 f3g1 f6g8 e2e4 e7e5 g1f3 b8c6"),  # a history to repeat
+    played("bqnbrkr1/pppppppp/8/8/8/8/PPPPPPPP/BQNBRK1R w HEge - 0 1", "d2d4 d7d5", chess960=True),
+]
+
+
+@needs_compiled
+@pytest.mark.parametrize("board", SEARCHED, ids=range(len(SEARCHED)))
+def test_both_paths_build_the_same_tree(board, monkeypatch):
+    compiled_tree, *compiled_result = bench_style(board.copy(), 96)
+    monkeypatch.setattr(puct, "_cpuct", None)
+    pure_tree, *pure_result = bench_style(board.copy(), 96)
+    assert compiled_tree and not pure_tree
+    assert compiled_result == pure_result
+
+
+@needs_compiled
+def test_hash_bounds_the_compiled_tree():
+    search = network_search()
+    search.set_hash(0.5)
+    notes: list[str] = []
+    search.search(chess.Board(), SearchControl(max_nodes=search.node_budget + 160, note=notes.append),
+                  lambda info: None)
+    assert search.compiled_tree
+    assert search.node_budget <= search.tree_nodes <= search.node_budget + 218
+    assert any(note.startswith("tree full") for note in notes)
