@@ -523,17 +523,19 @@ class Corpus:
     join_reused: bool
 
     def text(self) -> str:
+        """What became of each file, what was skipped or damaged, and the joined corpus's counts."""
         lines = []
         for report in self.parts:
             m = report.manifest
-            damaged = f"; DAMAGED: {m['damaged']}" if m.get("damaged") else ""
-            lines.append(f"{report.source.name}: {report.status}, {m.get('positions', 0):,} positions of "
-                         f"{m.get('games', 0):,} games ({m.get('seconds', 0)} s when prepared){damaged}")
+            read = f"{m['games']:,} games" if m["settings"]["kind"] == "games" else "labelled lines"
+            damaged = f"; DAMAGED: {m['damaged']}" if m["damaged"] else ""
+            lines.append(f"{report.source.name}: {report.status}, {m['positions']:,} positions of {read} "
+                         f"({m['seconds']} s when prepared){damaged}")
         m = self.manifest
-        damaged = [r.manifest["damaged"] for r in self.parts if r.manifest.get("damaged")]
+        damaged = [r.manifest["damaged"] for r in self.parts if r.manifest["damaged"]]
         skipped: dict[str, int] = {}
         for report in self.parts:
-            for why, n in report.manifest.get("skipped", {}).items():
+            for why, n in report.manifest["skipped"].items():
                 skipped[why] = skipped.get(why, 0) + n
         lines.append("skipped: " + (", ".join(f"{n:,} {why}" for why, n in sorted(skipped.items())) or "none"))
         if damaged:
