@@ -483,7 +483,8 @@ def rl_eval(players: tuple[str, ...], nodes: int, opponents: tuple[str, ...], sk
             raise click.BadParameter(f"{name!r} is not an evaluator ({', '.join(registry().evaluators)})",
                                      param_hint="--player")
         specs.append(MoverSpec(name, weights, nodes))
-    starts = load_openings(openings, 0, opening_plies, seed) if openings else [chess.Board()]
+    with clear_errors():  # a bad openings file is named, not a traceback
+        starts = load_openings(openings, 0, opening_plies, seed) if openings else [chess.Board()]
     rows = []
     for spec in specs:
         for opponent in opponents:
