@@ -119,6 +119,7 @@ def shared_files() -> list[Path]:
 
 
 def input_files(config: CorpusConfig) -> list[Path]:
+    """The files of the corpus: the shared ones (unless ``shared`` is off) and the given ones, each checked."""
     files = (shared_files() if config.shared else []) + [Path(f) for f in config.files]
     if not files:
         raise CorpusError(f"no files: none given, and none in {SHARED_DATA}" if config.shared else
