@@ -41,6 +41,8 @@ INF = MATE + 1
 MAX_PLY = 128
 #: Nodes between looks at the clock and `stop` (a node takes tens of microseconds; a network's, milliseconds).
 CHECK_NODES_EVERY = 16
+#: The compiled search counts nodes in 64 bits: larger budgets are this one (years of searching).
+MAX_NODES = 1 << 62
 
 
 def compiled_evaluation(evaluator: Evaluator) -> Optional[list[int]]:
@@ -191,7 +193,8 @@ class AlphaBetaSearch(Search):
         try:
             root = cboard.Board.from_board(board, history=False)
             self.searcher.start(root.state(), root.chess960, self.keys, self.evaluation_table,
-                                [count for row in self.history for count in row], control.max_nodes,
+                                [count for row in self.history for count in row],
+                                None if control.max_nodes is None else min(control.max_nodes, MAX_NODES),
                                 tablebase.max_pieces if tablebase is not None else 0)
         except ValueError:  # a position the compiled board does not take
             return None

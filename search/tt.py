@@ -1,4 +1,8 @@
-"""A fixed-size transposition table keyed by Zobrist hash, sized in megabytes."""
+"""A fixed-size transposition table keyed by Zobrist hash, sized in megabytes.
+
+The compiled search (hackmate_core/cab.c) keeps the same table in C: as many slots, 24 bytes each
+instead of about 220, so ``Hash`` bounds both.
+"""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from search.alphabeta import AlphaBetaSearch
 from search.base import SearchControl
 from tests.test_tablebases import SYZYGY
 
-pytestmark = pytest.mark.skipif(compiled.calphabeta is None, reason="the compiled alpha-beta search is not in use")
+needs_compiled = pytest.mark.skipif(compiled.calphabeta is None, reason="the compiled alpha-beta search is not in use")
 
 #: (FEN or moves from the start, what it exercises)
 POSITIONS = [
@@ -62,6 +62,7 @@ def search_both(board: chess.Board, evaluator_class: type, tablebase: Tablebase 
     return results
 
 
+@needs_compiled
 @pytest.mark.parametrize("fen", [fen for fen, _ in POSITIONS], ids=[what for _, what in POSITIONS])
 @pytest.mark.parametrize("evaluator_class", [MaterialEvaluator, PstEvaluator])
 def test_compiled_search_equals_python_search(fen, evaluator_class):
@@ -69,6 +70,7 @@ def test_compiled_search_equals_python_search(fen, evaluator_class):
     assert compiled_result == python_result
 
 
+@needs_compiled
 def test_repetitions_of_the_game_history_are_seen_alike():
     board = chess.Board()
     for uci in REPETITIONS:
@@ -77,6 +79,7 @@ def test_repetitions_of_the_game_history_are_seen_alike():
     assert compiled_result == python_result
 
 
+@needs_compiled
 @pytest.mark.skipif(not (SYZYGY / "KQvKN.rtbw").is_file(), reason=f"no Syzygy tables in {SYZYGY}")
 def test_tablebases_inside_the_tree_are_probed_alike():
     tablebase = Tablebase(str(SYZYGY))
@@ -85,6 +88,7 @@ def test_tablebases_inside_the_tree_are_probed_alike():
         assert compiled_result == python_result and compiled_result[3][-1][-1] > 0
 
 
+@needs_compiled
 def test_multipv_and_searchmoves_are_searched_alike():
     board = board_of(POSITIONS[1][0])
     for evaluator_class in (MaterialEvaluator, PstEvaluator):
@@ -101,6 +105,7 @@ def test_multipv_and_searchmoves_are_searched_alike():
         assert reports[0] == reports[1] and {info[4] for info in reports[0]} == {1, 2, 3}
 
 
+@needs_compiled
 def test_a_second_search_reuses_the_table_and_history_alike():
     board = board_of(POSITIONS[11][0])
     compiled_search, python_search = AlphaBetaSearch(PstEvaluator()), AlphaBetaSearch(PstEvaluator())
@@ -114,6 +119,7 @@ def test_a_second_search_reuses_the_table_and_history_alike():
         assert compiled_search.hashfull() == python_search.hashfull() > 0
 
 
+@needs_compiled
 def test_a_position_the_compiled_board_refuses_is_searched_in_python():
     board = chess.Board("4k3/8/8/8/8/8/8/4K2P w - - 0 1")  # a pawn on the back rank
     search = AlphaBetaSearch(MaterialEvaluator())
@@ -121,6 +127,7 @@ def test_a_position_the_compiled_board_refuses_is_searched_in_python():
     assert not search.searched_compiled
 
 
+@needs_compiled
 def test_stop_ends_a_compiled_search_at_once():
     search = AlphaBetaSearch(PstEvaluator())
     control = SearchControl(infinite=True)
@@ -132,6 +139,7 @@ def test_stop_ends_a_compiled_search_at_once():
     assert control.elapsed() < 1.0
 
 
+@needs_compiled
 def test_the_searcher_checks_its_arguments():
     searcher = compiled.calphabeta.Searcher(1024)
     with pytest.raises(RuntimeError):
@@ -151,3 +159,8 @@ def test_the_searcher_checks_its_arguments():
         searcher.search(5, [], None, lambda nodes: 1 / 0, None)
     assert searcher.search(5, [], None, lambda nodes: False, None) is None  # the 100-node budget
     assert searcher.nodes == 100
+
+
+def test_the_compiled_search_is_built_with_the_compiled_board():
+    # CI must not silently search in Python: where the board loads, the search it is built with loads too
+    assert (compiled.calphabeta is None) == (compiled.cboard is None)
