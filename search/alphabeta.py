@@ -29,10 +29,10 @@ from evaluators.base import Evaluator
 from evaluators.material import PST, MaterialEvaluator, PstEvaluator
 from hackmate_core import compiled
 from hackmate_core.exchange import PIECE_VALUES, mvv_lva
-from hackmate_core.tablebase import Tablebase
 from hackmate_core.rules import fifty_move_draw, insufficient_material, legal_moves, repetition_draw_keys
 from hackmate_core.score import (MATE, MATE_BOUND, TB_BOUND, mate_in_moves, mated_score, mating_score, score_wdl,
                                  tablebase_score)
+from hackmate_core.tablebase import Tablebase
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
 from search.stoppers import Progress
 from search.tt import EXACT, LOWER, UPPER, TranspositionTable, slot_count

@@ -32,6 +32,7 @@ POSITIONS = [
     ("rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3", "en passant"),
     ("bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9", "Chess960 castling"),
     ("7k/8/8/8/8/8/8/K5Q1 w - - 99 80", "fifty-move rule"),
+    ("r3k3/8/8/8/8/8/8/4K2R w KQkq - 0 1", "castling rights without their rooks"),
     ("8/8/4k3/8/8/3NK3/8/8 w - - 0 1", "insufficient material"),
     ("k7/8/1Q6/8/8/8/8/7K w - - 0 1", "stalemate in the tree"),
     ("r1bq1rk1/pp2b1pp/n1pp1n2/3P1p2/2P1p3/2N1P2N/PP2BPPP/R1BQ1RK1 b - - 2 10", "middlegame, null moves"),
