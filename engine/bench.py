@@ -12,6 +12,7 @@ how much of the network's speed the search keeps. docs/bench.md has the method.
 from __future__ import annotations
 
 import random
+import threading
 import time
 from typing import Callable, Optional
 
@@ -50,12 +51,16 @@ DEFAULT_HASH_MB = next(option.default for option in ENGINE_OPTIONS if option.nam
 
 def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: Optional[str] = None,
               nodes: Optional[int] = None, out: Callable[[str], None] = print, threads: int = 1,
-              options: Optional[dict[str, str]] = None) -> tuple[int, float]:
+              options: Optional[dict[str, str]] = None, stop: Optional[threading.Event] = None
+              ) -> tuple[int, float]:
     """Search every bench position; prints per-position lines and a summary; returns (nodes, seconds).
 
     ``options``: tuning options of the evaluator or search, UCI name to UCI value (as `setoption` has them).
     ``nodes``: per position; by default the search's ``BENCH_NODES`` (nodes are not comparable across searches).
+    ``stop``: set from another thread (the UCI `stop` or `quit` during a `bench`), it ends the bench at once,
+    with a line that says so and no summary.
     """
+    stop = stop or threading.Event()
     backends = registry()
     search_name = search_name or backends.natural_search(evaluator_name)
     evaluator = backends.build_evaluator(evaluator_name, weights, threads)
@@ -75,9 +80,12 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
     for index, fen in enumerate(BENCH_FENS, 1):
         search.new_game()
         evaluator.new_game()
-        control = SearchControl(max_nodes=budget)
+        control = SearchControl(max_nodes=budget, stop_event=stop)
         started = time.perf_counter()
         result = search.search(chess.Board(fen), control, lambda info: None)
+        if stop.is_set():
+            out(f"info string bench stopped at position {index}/{len(BENCH_FENS)}")
+            return total_nodes, total_time
         elapsed = time.perf_counter() - started
         total_nodes += search.nodes
         total_time += elapsed
@@ -88,7 +96,10 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
     batches = isinstance(search, PuctSearch)  # a search that batches its leaves for the network
     if isinstance(network, ResNetEvaluator):
         batch = search.batch_size if batches else 1
-        rates = {count: network_rate(network, count, batch) for count in (1, 2)}
+        rates = {count: network_rate(network, count, batch, stop=stop) for count in (1, 2)}
+        if stop.is_set():
+            out("info string bench stopped while measuring the network")
+            return total_nodes, total_time
         best = max(rates.values())
         precision = f", {network.precision}: {'int8' if network.runs_int8 else 'fp32'} file"
         out(f"info string network raw throughput (batch {batch}{precision}): " +
@@ -111,7 +122,8 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
     return total_nodes, total_time
 
 
-def network_rate(network: ResNetEvaluator, threads: int, batch: int, seconds: float = 3.0) -> float:
+def network_rate(network: ResNetEvaluator, threads: int, batch: int, seconds: float = 3.0,
+                 stop: Optional[threading.Event] = None) -> float:
     """Positions per second of the bare network (a fresh session with ``threads`` threads, no search, no
     cache) on batches of ``batch`` bench positions, inputs prepared once: the int8 copy where the evaluator runs
     it (``Precision`` int8 or mixed; mixed also asks fp32 about some positions, so its search can fall short)."""
@@ -121,7 +133,7 @@ def network_rate(network: ResNetEvaluator, threads: int, batch: int, seconds: fl
     inputs = np.stack([network.encoding.encode(board) for board in (boards * (batch // len(boards) + 1))[:batch]])
     session.run(["policy", "wdl"], {"planes": inputs})
     done, started = 0, time.perf_counter()
-    while time.perf_counter() - started < seconds:
+    while time.perf_counter() - started < seconds and not (stop is not None and stop.is_set()):
         session.run(["policy", "wdl"], {"planes": inputs})
         done += batch
     return done / (time.perf_counter() - started)

@@ -98,6 +98,12 @@ def parse_go(tokens: list[str]) -> GoParams:
     return params
 
 
+def status_words(status: chess.Status) -> str:
+    """What is wrong with a position, in words: python-chess's status flags, e.g. "no white king, opposite check"."""
+    return ", ".join(flag.name.replace("_", " ").lower() for flag in chess.Status  # type: ignore[union-attr]
+                     if flag and status & flag)
+
+
 def parse_position(tokens: list[str], report: Callable[[str], None], chess960: bool = False
                    ) -> Optional[chess.Board]:
     """Board for `position startpos|fen ... [moves ...]`; None if the base position is invalid.
@@ -116,16 +122,16 @@ def parse_position(tokens: list[str], report: Callable[[str], None], chess960: b
         if not fields:
             report("position fen needs a FEN")
             return None
+        sent = " ".join(fields)  # quoted as the GUI sent it
         fields = fields + defaults[len(fields) - 1:] if len(fields) < 6 else fields[:6]
-        fen = " ".join(fields)
         try:
-            board = chess.Board(fen, chess960=chess960)
+            board = chess.Board(" ".join(fields), chess960=chess960)
         except ValueError as error:
-            report(f"invalid FEN {fen!r}: {error}")
+            report(f"invalid FEN '{sent}': {error}")
             return None
-        status = board.status()
-        if status & ~(chess.STATUS_TOO_MANY_CHECKERS | chess.STATUS_IMPOSSIBLE_CHECK) != chess.STATUS_VALID:
-            report(f"illegal position in FEN {fen!r} ({status!r})")
+        status = board.status() & ~(chess.STATUS_TOO_MANY_CHECKERS | chess.STATUS_IMPOSSIBLE_CHECK)
+        if status != chess.STATUS_VALID:
+            report(f"illegal position in FEN '{sent}': {status_words(status)}")
             return None
     else:
         report(f"position must start with startpos or fen, not {tokens[0]!r}")
@@ -553,7 +559,6 @@ class UciEngine:
 
     def cmd_bench(self, args: list[str]) -> None:
         """Stockfish-style bench of the current backend: `bench [nodes per position]`."""
-        from engine.bench import run_bench
         try:
             nodes = int(args[0]) if args else None
         except ValueError:
@@ -565,10 +570,22 @@ class UciEngine:
         self.finish_search()
         self.ensure_backend()
         evaluator, search = self.backend_names
-        run_bench(evaluator, search, self.options.get("Weights") or None,
-                  nodes, out=self.send, threads=self.options.get("Threads"),
-                  options={name: text for name, text in self.tuning_text.items()
-                           if any(option.name == name for option in self.tuning_options())})
+        # on the search thread, like a `go`: `stop`, `quit` and `isready` are answered while it runs
+        self.control = SearchControl()
+        settings = {name: text for name, text in self.tuning_text.items()
+                    if any(option.name == name for option in self.tuning_options())}
+        self.thread = threading.Thread(target=self._bench_worker, name="bench", daemon=True,
+                                       args=(evaluator, search, nodes, settings, self.control.stop_event))
+        self.thread.start()
+
+    def _bench_worker(self, evaluator: str, search: str, nodes: Optional[int], settings: dict[str, str],
+                      stop: threading.Event) -> None:
+        from engine.bench import run_bench
+        try:
+            run_bench(evaluator, search, self.options.get("Weights") or None, nodes, out=self.send,
+                      threads=self.options.get("Threads"), options=settings, stop=stop)
+        except Exception as error:  # the GUI must never see a crash
+            self.info_string(f"error in 'bench': {error}")
 
 
 def main(evaluator: str, search: Optional[str], weights: Optional[str]) -> None:

@@ -141,6 +141,29 @@ def test_bench_command_prints_totals(driver):
     engine.out.wait_for("Nodes/second")
 
 
+def test_a_rejected_fen_is_quoted_as_sent_and_described_in_words(driver):
+    engine = driver("--eval", "material", "--search", "alphabeta")
+    engine.send("position fen rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNX w", "position fen 8/8/8/8/8/8/8/8 w - - 0 1")
+    engine.send("isready")
+    engine.out.wait_for("readyok")
+    invalid, illegal = [line for line in engine.strings() if "FEN" in line]
+    assert "'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNX w'" in invalid  # not completed with default fields
+    assert illegal.endswith("'8/8/8/8/8/8/8/8 w - - 0 1': no white king, no black king, empty")
+
+
+def test_stop_and_isready_are_answered_during_a_bench(driver):
+    engine = driver("--eval", "pst", "--search", "puct")
+    engine.send("bench 5000")  # seconds of work a position
+    engine.out.wait_for("info string position 1/12", timeout=60)
+    started = time.monotonic()
+    engine.send("isready")
+    engine.out.wait_for("readyok")
+    engine.send("stop")
+    engine.out.wait_for("info string bench stopped")
+    assert time.monotonic() - started < 2.0
+    assert not any(line.startswith("Nodes searched") for line in engine.out.lines)
+
+
 @pytest.mark.parametrize("evaluator,search", [("material", "alphabeta"), ("pst", "puct"),
                                               ("comparator", "comparison")])
 def test_go_searchmoves_is_honoured(driver, evaluator, search):
