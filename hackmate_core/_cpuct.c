@@ -8,6 +8,9 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
+
+#include <math.h>
 
 #include "cboard.h"
 #include "cpuct.h"
@@ -366,6 +369,147 @@ static PyTypeObject LeafType = {
     .tp_getset = Leaf_getset,
 };
 
+/* ------------------------------------------------------------------ selection */
+
+/* search.puct.Node's slots, read at their offsets (the class is bound once by bind_node()). */
+enum { SLOT_PRIOR, SLOT_MOVES, SLOT_PRIORS, SLOT_CHILDREN, SLOT_VISITS, SLOT_VALUE_SUM, SLOT_VIRTUAL,
+       SLOT_VISITED_POLICY, SLOT_TERMINAL, SLOT_COUNT };
+static const char *const SLOT_NAMES[SLOT_COUNT] = {"prior", "moves", "priors", "children", "visits", "value_sum",
+                                                   "virtual", "visited_policy", "terminal"};
+static PyTypeObject *node_type;
+static Py_ssize_t slot_offsets[SLOT_COUNT];
+
+static PyObject *bind_node(PyObject *module, PyObject *type) {
+    if (!PyType_Check(type)) return PyErr_Format(PyExc_TypeError, "bind_node() takes the node class");
+    Py_ssize_t offsets[SLOT_COUNT];
+    for (int i = 0; i < SLOT_COUNT; i++) {
+        PyObject *descr = PyDict_GetItemString(((PyTypeObject *)type)->tp_dict, SLOT_NAMES[i]);
+        if (!descr || !Py_IS_TYPE(descr, &PyMemberDescr_Type)
+            || ((PyMemberDescrObject *)descr)->d_member->type != T_OBJECT_EX)
+            return PyErr_Format(PyExc_TypeError, "the node class has no slot %s", SLOT_NAMES[i]);
+        offsets[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
+    }
+    Py_XSETREF(node_type, (PyTypeObject *)Py_NewRef(type));
+    memcpy(slot_offsets, offsets, sizeof offsets);
+    Py_RETURN_NONE;
+}
+
+/* A node's slot (borrowed), NULL with an exception when it is unset. */
+static PyObject *slot(PyObject *node, int index) {
+    PyObject *value = *(PyObject **)((char *)node + slot_offsets[index]);
+    if (!value) PyErr_Format(PyExc_AttributeError, "a node's %s is not set", SLOT_NAMES[index]);
+    return value;
+}
+
+static int slot_double(PyObject *node, int index, double *out) {
+    PyObject *value = slot(node, index);
+    if (!value) return -1;
+    *out = PyFloat_CheckExact(value) ? PyFloat_AS_DOUBLE(value) : PyFloat_AsDouble(value);
+    return *out == -1.0 && PyErr_Occurred() ? -1 : 0;
+}
+
+static int slot_long(PyObject *node, int index, long *out) {
+    PyObject *value = slot(node, index);
+    if (!value) return -1;
+    *out = PyLong_AsLong(value);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* search.puct.PuctSearch._pick_child with the same double operations in the same order: the picked child (a new
+ * reference), Py_None when there is none, NULL on error; create(node, index) makes the child of moves[index]. */
+static PyObject *pick_child(PyObject *node, int full, double cpuct, double fpu_reduction, PyObject *create) {
+    long visits, virtual_loss;
+    double value_sum, visited_policy;
+    PyObject *children = slot(node, SLOT_CHILDREN), *moves = slot(node, SLOT_MOVES);
+    if (!children || !moves || slot_long(node, SLOT_VISITS, &visits) < 0
+        || slot_long(node, SLOT_VIRTUAL, &virtual_loss) < 0 || slot_double(node, SLOT_VALUE_SUM, &value_sum) < 0
+        || slot_double(node, SLOT_VISITED_POLICY, &visited_policy) < 0)
+        return NULL;
+    if (!PyList_CheckExact(children)) return PyErr_Format(PyExc_TypeError, "a node's children are not a list");
+    long parent_visits = visits + virtual_loss;
+    double sqrt_n = parent_visits > 1 ? sqrt((double)parent_visits) : 1.0;
+    double fpu = (visits ? -value_sum / (double)visits : 0.0) - fpu_reduction * sqrt(visited_policy);
+    PyObject *best = NULL;
+    double best_score = -INFINITY;
+    Py_ssize_t created = PyList_GET_SIZE(children);
+    for (Py_ssize_t i = 0; i < created; i++) {
+        PyObject *child = PyList_GET_ITEM(children, i);
+        if (Py_TYPE(child) != node_type) return PyErr_Format(PyExc_TypeError, "a child is not a node");
+        PyObject *terminal = slot(child, SLOT_TERMINAL);
+        if (!terminal) return NULL;
+        if (terminal != Py_None) {
+            if (!PyTuple_Check(terminal) || PyTuple_GET_SIZE(terminal) < 1)
+                return PyErr_Format(PyExc_TypeError, "a node's terminal is not a (value, draw) pair");
+            double value = PyFloat_AsDouble(PyTuple_GET_ITEM(terminal, 0));
+            if (value == -1.0 && PyErr_Occurred()) return NULL;
+            if (value == 1.0) continue;  /* proven lost: never worth a visit */
+        }
+        long child_visits, child_virtual;
+        double child_value_sum, prior, score;
+        if (slot_long(child, SLOT_VISITS, &child_visits) < 0 || slot_long(child, SLOT_VIRTUAL, &child_virtual) < 0
+            || slot_double(child, SLOT_VALUE_SUM, &child_value_sum) < 0 || slot_double(child, SLOT_PRIOR, &prior) < 0)
+            return NULL;
+        long n = child_visits + child_virtual;
+        if (n) score = (child_value_sum - (double)child_virtual) / (double)n + cpuct * prior * sqrt_n / (double)(1 + n);
+        else score = fpu + cpuct * prior * sqrt_n;
+        if (score > best_score) {
+            best = child;
+            best_score = score;
+        }
+    }
+    if (!full && moves != Py_None) {
+        Py_ssize_t count = PyObject_Length(moves);
+        if (count < 0) return NULL;
+        if (created < count) {
+            PyObject *priors = slot(node, SLOT_PRIORS);
+            PyObject *item = priors ? PySequence_GetItem(priors, created) : NULL;
+            if (!item) return NULL;
+            double prior = PyFloat_AsDouble(item);
+            Py_DECREF(item);
+            if (prior == -1.0 && PyErr_Occurred()) return NULL;
+            if (fpu + cpuct * prior * sqrt_n > best_score || !best)
+                return PyObject_CallFunction(create, "On", node, created);
+        }
+    }
+    return Py_NewRef(best ? best : Py_None);
+}
+
+static PyObject *select_path(PyObject *module, PyObject *args) {
+    PyObject *root, *create;
+    int full;
+    double cpuct, fpu_reduction;
+    if (!PyArg_ParseTuple(args, "OpddO:select", &root, &full, &cpuct, &fpu_reduction, &create)) return NULL;
+    if (!node_type || Py_TYPE(root) != node_type) return PyErr_Format(PyExc_TypeError, "select() takes a bound node");
+    PyObject *path = PyList_New(1);
+    if (!path) return NULL;
+    PyList_SET_ITEM(path, 0, Py_NewRef(root));
+    PyObject *node = root;
+    for (;;) {
+        PyObject *moves = slot(node, SLOT_MOVES), *terminal = slot(node, SLOT_TERMINAL);
+        if (!moves || !terminal) goto fail;
+        if (moves == Py_None || terminal != Py_None) break;
+        PyObject *child = pick_child(node, full, cpuct, fpu_reduction, create);
+        if (!child) goto fail;
+        if (child == Py_None) {
+            Py_DECREF(child);
+            break;  /* a full tree and nothing created here yet: this node is the leaf */
+        }
+        if (Py_TYPE(child) != node_type) {
+            Py_DECREF(child);
+            PyErr_SetString(PyExc_TypeError, "create() did not return a node");
+            goto fail;
+        }
+        int status = PyList_Append(path, child);
+        Py_DECREF(child);  /* the path and the parent's children hold it */
+        if (status < 0) goto fail;
+        node = child;
+    }
+    return path;
+fail:
+    Py_DECREF(path);
+    return NULL;
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef module_methods[] = {
@@ -378,6 +522,13 @@ static PyMethodDef module_methods[] = {
      "with a `state` Position from the root on; code -1 with a path of the root alone: the root itself); "
      "game_keys: the transposition keys of the game's positions before the root within its fifty-move clock, "
      "as native uint64 bytes (the repetition rule)."},
+    {"bind_node", bind_node, METH_O,
+     "bind_node(cls): the node class whose slots select() reads (prior, moves, priors, children, visits, "
+     "value_sum, virtual, visited_policy, terminal)."},
+    {"select", select_path, METH_VARARGS,
+     "select(root, full, cpuct, fpu_reduction, create): the path of nodes from root to the leaf PUCT selection "
+     "reaches, as search.puct.PuctSearch._pick_child picks each child (the same arithmetic); create(node, index) "
+     "makes and returns the child of node.moves[index] when its first visit comes."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -161,6 +161,10 @@ def _compiled_position(board: chess.Board) -> Any:
                            board.halfmove_clock, board.fullmove_number, board.chess960)
 
 
+if _cpuct is not None:
+    _cpuct.bind_node(Node)
+
+
 class Batch:
     """Leaves sent to the evaluator together: their paths (holding virtual loss) and requests."""
 
@@ -421,19 +425,16 @@ class PuctSearch(Search):
 
     def _playout(self, board: chess.Board, root: Node, batch: Batch) -> None:
         """One walk from the root: backs up a known value or adds a leaf to ``batch``."""
-        path = [root]
-        node = root
         full = self.tree_full()
         if full and not self._said_full:  # said here, whatever filled it: growth or a `Hash` cut below its size
             self._said_full = True
             self.control.note(f"tree full at {self.tree_nodes} nodes (Hash share {self.hash_mb:g} MB): "
                               f"searching on without growing it")
-        while node.moves is not None and node.terminal is None:
-            child = self._pick_child(node, full)
-            if child is None:
-                break  # a full tree and nothing created here yet: this node is the leaf
-            path.append(child)
-            node = child
+        if _cpuct is not None:  # the same walk in C
+            path = _cpuct.select(root, full, self.cpuct, self.fpu_reduction, self._create_child)
+        else:
+            path = self._select(root, full)
+        node = path[-1]
         depth = len(path) - 1
         if node.terminal is not None:
             self._count_depth(depth)
@@ -574,6 +575,18 @@ class PuctSearch(Search):
             self._expand(leaf, evaluation)
         self._backup(path, evaluation.value, evaluation.draw if evaluation.draw is not None else 0.0)
 
+    def _select(self, root: Node, full: bool) -> list[Node]:
+        """The path from the root to the leaf that PUCT selection reaches."""
+        path = [root]
+        node = root
+        while node.moves is not None and node.terminal is None:
+            child = self._pick_child(node, full)
+            if child is None:
+                break  # a full tree and nothing created here yet: this node is the leaf
+            path.append(child)
+            node = child
+        return path
+
     def _pick_child(self, node: Node, full: bool) -> Optional[Node]:
         """The child with the best PUCT score, created when it is the first visit of its move (not in a
         full tree); None when a full tree has no child here."""
@@ -600,10 +613,15 @@ class PuctSearch(Search):
         if not full and moves is not None and created < len(moves):
             prior = node.priors[created]
             if fpu + cpuct * prior * sqrt_n > best_score or best is None:
-                best = Node(code_move(moves[created]), prior)
-                children.append(best)
-                self.tree_nodes += 1
+                best = self._create_child(node, created)
         return best
+
+    def _create_child(self, node: Node, index: int) -> Node:
+        """The child of ``node.moves[index]``, made at its first visit (the moves before it have theirs)."""
+        child = Node(code_move(node.moves[index]), node.priors[index])  # type: ignore[index]
+        node.children.append(child)
+        self.tree_nodes += 1
+        return child
 
     def _terminal_value(self, board: chess.Board, moves: Sequence[chess.Move],
                         tree_plies: int) -> Optional[tuple[float, float, int]]:
