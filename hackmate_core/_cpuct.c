@@ -372,10 +372,11 @@ static PyTypeObject LeafType = {
 /* ------------------------------------------------------------------ selection */
 
 /* search.puct.Node's slots, read at their offsets (the class is bound once by bind_node()). */
-enum { SLOT_PRIOR, SLOT_MOVES, SLOT_PRIORS, SLOT_CHILDREN, SLOT_VISITS, SLOT_VALUE_SUM, SLOT_VIRTUAL,
+enum { SLOT_PRIOR, SLOT_MOVES, SLOT_PRIORS, SLOT_CHILDREN, SLOT_VISITS, SLOT_VALUE_SUM, SLOT_DRAW_SUM, SLOT_VIRTUAL,
        SLOT_VISITED_POLICY, SLOT_TERMINAL, SLOT_COUNT };
 static const char *const SLOT_NAMES[SLOT_COUNT] = {"prior", "moves", "priors", "children", "visits", "value_sum",
-                                                   "virtual", "visited_policy", "terminal"};
+                                                   "draw_sum", "virtual", "visited_policy", "terminal"};
+static PyObject *array_type;         /* array.array */
 static PyTypeObject *node_type;
 static Py_ssize_t slot_offsets[SLOT_COUNT];
 
@@ -388,6 +389,13 @@ static PyObject *bind_node(PyObject *module, PyObject *type) {
             || ((PyMemberDescrObject *)descr)->d_member->type != T_OBJECT_EX)
             return PyErr_Format(PyExc_TypeError, "the node class has no slot %s", SLOT_NAMES[i]);
         offsets[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
+    }
+    if (!array_type) {
+        PyObject *array = PyImport_ImportModule("array");
+        if (!array) return NULL;
+        array_type = PyObject_GetAttrString(array, "array");
+        Py_DECREF(array);
+        if (!array_type) return NULL;
     }
     Py_XSETREF(node_type, (PyTypeObject *)Py_NewRef(type));
     memcpy(slot_offsets, offsets, sizeof offsets);
@@ -474,6 +482,88 @@ static PyObject *pick_child(PyObject *node, int full, double cpuct, double fpu_r
     return Py_NewRef(best ? best : Py_None);
 }
 
+/* Replace a node's slot with a new reference (stolen); -1 when value is NULL. */
+static int set_slot(PyObject *node, int index, PyObject *value) {
+    if (!value) return -1;
+    PyObject **field = (PyObject **)((char *)node + slot_offsets[index]);
+    Py_XSETREF(*field, value);
+    return 0;
+}
+
+/* search.puct.PuctSearch._backup: value from the leaf's side to move, flipped at each ply going up. */
+static PyObject *backup(PyObject *module, PyObject *args) {
+    PyObject *path;
+    double value, draw;
+    if (!PyArg_ParseTuple(args, "O!dd:backup", &PyList_Type, &path, &value, &draw)) return NULL;
+    Py_ssize_t length = PyList_GET_SIZE(path);
+    for (Py_ssize_t i = 0; i < length; i++)
+        if (!node_type || Py_TYPE(PyList_GET_ITEM(path, i)) != node_type)
+            return PyErr_Format(PyExc_TypeError, "backup() takes a path of bound nodes");
+    for (Py_ssize_t index = length - 1; index >= 0; index--) {
+        PyObject *node = PyList_GET_ITEM(path, index);
+        long visits;
+        double value_sum, draw_sum;
+        if (slot_long(node, SLOT_VISITS, &visits) < 0 || slot_double(node, SLOT_VALUE_SUM, &value_sum) < 0
+            || slot_double(node, SLOT_DRAW_SUM, &draw_sum) < 0)
+            return NULL;
+        if (!visits && index) {
+            PyObject *parent = PyList_GET_ITEM(path, index - 1);
+            double prior, visited_policy;
+            if (slot_double(node, SLOT_PRIOR, &prior) < 0 || slot_double(parent, SLOT_VISITED_POLICY, &visited_policy) < 0
+                || set_slot(parent, SLOT_VISITED_POLICY, PyFloat_FromDouble(visited_policy + prior)) < 0)
+                return NULL;
+        }
+        value = -value;
+        if (set_slot(node, SLOT_VISITS, PyLong_FromLong(visits + 1)) < 0
+            || set_slot(node, SLOT_VALUE_SUM, PyFloat_FromDouble(value_sum + value)) < 0
+            || set_slot(node, SLOT_DRAW_SUM, PyFloat_FromDouble(draw_sum + draw)) < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* search.puct.PuctSearch._expand for move codes: the moves sorted by prior, highest first, ties in their order
+ * (Python's stable sort), as array("H") and array("f"). */
+static PyObject *expand(PyObject *module, PyObject *args) {
+    PyObject *node, *codes, *policy;
+    if (!PyArg_ParseTuple(args, "OO!O!:expand", &node, &PyList_Type, &codes, &PyList_Type, &policy)) return NULL;
+    if (!node_type || Py_TYPE(node) != node_type) return PyErr_Format(PyExc_TypeError, "expand() takes a bound node");
+    Py_ssize_t count = PyList_GET_SIZE(codes);
+    if (count != PyList_GET_SIZE(policy) || count > CB_MAX_MOVES)
+        return PyErr_Format(PyExc_ValueError, "expand() takes as many priors as moves, at most %d", CB_MAX_MOVES);
+    double priors[CB_MAX_MOVES];
+    int order[CB_MAX_MOVES];
+    uint16_t sorted_codes[CB_MAX_MOVES];
+    float sorted_priors[CB_MAX_MOVES];
+    for (Py_ssize_t i = 0; i < count; i++) {
+        priors[i] = PyFloat_AsDouble(PyList_GET_ITEM(policy, i));
+        long code = PyLong_AsLong(PyList_GET_ITEM(codes, i));
+        if (PyErr_Occurred()) return NULL;
+        if (code < 0 || code > 0xFFFF) return PyErr_Format(PyExc_ValueError, "move code %ld out of range", code);
+        sorted_codes[i] = (uint16_t)code;
+        int j = (int)i;  /* insertion: before the earlier moves of strictly lower prior only */
+        for (; j > 0 && priors[order[j - 1]] < priors[i]; j--) order[j] = order[j - 1];
+        order[j] = (int)i;
+    }
+    uint16_t unsorted[CB_MAX_MOVES];
+    memcpy(unsorted, sorted_codes, (size_t)count * sizeof *unsorted);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        sorted_codes[i] = unsorted[order[i]];
+        sorted_priors[i] = (float)priors[order[i]];
+    }
+    PyObject *move_array = PyObject_CallFunction(array_type, "sy#", "H", (const char *)sorted_codes,
+                                                 count * (Py_ssize_t)sizeof *sorted_codes);
+    PyObject *prior_array = move_array ? PyObject_CallFunction(array_type, "sy#", "f", (const char *)sorted_priors,
+                                                               count * (Py_ssize_t)sizeof *sorted_priors) : NULL;
+    if (!prior_array) {
+        Py_XDECREF(move_array);
+        return NULL;
+    }
+    set_slot(node, SLOT_MOVES, move_array);
+    set_slot(node, SLOT_PRIORS, prior_array);
+    Py_RETURN_NONE;
+}
+
 static PyObject *select_path(PyObject *module, PyObject *args) {
     PyObject *root, *create;
     int full;
@@ -525,6 +615,12 @@ static PyMethodDef module_methods[] = {
     {"bind_node", bind_node, METH_O,
      "bind_node(cls): the node class whose slots select() reads (prior, moves, priors, children, visits, "
      "value_sum, virtual, visited_policy, terminal)."},
+    {"backup", backup, METH_VARARGS,
+     "backup(path, value, draw): search.puct.PuctSearch._backup's updates of the path's nodes (value from the "
+     "leaf's side to move)."},
+    {"expand", expand, METH_VARARGS,
+     "expand(node, codes, policy): node.moves and node.priors, the move codes sorted by prior as "
+     "search.puct.PuctSearch._expand sorts them (ties in their order)."},
     {"select", select_path, METH_VARARGS,
      "select(root, full, cpuct, fpu_reduction, create): the path of nodes from root to the leaf PUCT selection "
      "reaches, as search.puct.PuctSearch._pick_child picks each child (the same arithmetic); create(node, index) "

@@ -24,7 +24,8 @@ compiled position instead, and one C call per leaf makes its move, generates its
 and finds a mate in one; the evaluator's ``prepare_leaf`` takes the cache key, tactical gains, input
 bitboards and policy slots from it, computed in C the way the Python computes them, so that both paths
 build the same tree. Evaluators that cannot take such a leaf (a history encoding, a plugin) keep the
-python-chess path, as do positions the compiled board refuses.
+python-chess path, as do positions the compiled board refuses. Selection, expansion and backup run in C
+too (over these Python nodes, with the same arithmetic) wherever the module is loaded.
 
 Unvisited children get a first-play-urgency value below the parent's;
 positions decided by rule, by the tablebases or by a mate in one are scored
@@ -657,15 +658,21 @@ class PuctSearch(Search):
         if moves is None or policy is None:
             priors = evaluation.priors or {}
             moves, policy = list(priors), list(priors.values())
-        order = sorted(range(len(moves)), key=policy.__getitem__, reverse=True)
         if moves and type(moves[0]) is not int:  # python-chess's moves; a compiled leaf's are codes already
             moves = [move_code(move) for move in moves]
+        if _cpuct is not None and isinstance(moves, list) and isinstance(policy, list):
+            _cpuct.expand(node, moves, policy)  # the same sort in C
+            return
+        order = sorted(range(len(moves)), key=policy.__getitem__, reverse=True)
         node.moves = array("H", [moves[i] for i in order])
         node.priors = array("f", [policy[i] for i in order])
 
     def _backup(self, path: list[Node], value: float, draw: float) -> None:
         """``value`` is from the leaf's side to move; flip it at each ply going up."""
         self.nodes += 1
+        if _cpuct is not None:
+            _cpuct.backup(path, value, draw)  # the same updates in C
+            return
         for index in range(len(path) - 1, -1, -1):
             node = path[index]
             if not node.visits and index:

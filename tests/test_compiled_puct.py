@@ -146,3 +146,33 @@ def test_hash_bounds_the_compiled_tree():
     assert search.compiled_tree
     assert search.node_budget <= search.tree_nodes <= search.node_budget + 218
     assert any(note.startswith("tree full") for note in notes)
+
+
+@needs_compiled
+def test_the_compiled_calls_refuse_bad_input():
+    """Errors, never a crash: whatever Python hands over is checked."""
+    cpuct = puct._cpuct
+    root = root_node(chess.Board())
+    e4 = move_code(chess.Move.from_uci("e2e4"))
+    with pytest.raises(ValueError):
+        cpuct.leaf([root, Node(None, 0.0)], move_code(chess.Move.from_uci("e2e5")), b"")  # not a legal move
+    with pytest.raises(ValueError):
+        cpuct.leaf([root], -1, b"1234")  # keys are whole uint64s
+    with pytest.raises(TypeError):
+        cpuct.leaf([Node(None, 1.0), Node(None, 0.0)], e4, b"")  # a node without a compiled position
+    with pytest.raises(ValueError):
+        cpuct.position(*([0] * 6), 1 << 4, 1 << 60, True, 0, -1, 0, 1, False)  # no kings
+    with pytest.raises(ValueError):
+        cpuct.position(0, 0, 0, 0, 0, 1 << 4 | 1 << 60, 1 << 4, 1 << 60, True, 0, 70, 0, 1, False)  # ep off the board
+    with pytest.raises(ValueError):
+        cpuct.leaf([root], -1, b"").state.make(0)
+    with pytest.raises(TypeError):
+        cpuct.select(object(), False, 2.0, 0.3, lambda node, index: node)
+    with pytest.raises(TypeError):
+        cpuct.backup([root, object()], 0.5, 0.0)
+    with pytest.raises(ValueError):
+        cpuct.expand(Node(None, 1.0), [e4, e4], [0.5])
+    parent = Node(None, 1.0)
+    cpuct.expand(parent, [e4], [1.0])
+    with pytest.raises(TypeError):
+        cpuct.select(parent, False, 2.0, 0.3, lambda node, index: "not a node")
