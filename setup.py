@@ -1,6 +1,8 @@
-"""The compiled chess board (hackmate_core._cboard), an optional C extension: everything else is in pyproject.toml.
+"""The compiled core, optional C extensions (everything else is in pyproject.toml): the chess board
+(hackmate_core._cboard), alpha-beta for the material and pst evaluations (_calphabeta) and PUCT's per-leaf work
+(_cpuct).
 
-Without a C compiler the build goes on without it and the engine runs on the pure-Python path
+Without a C compiler the build goes on without them and the engine runs on the pure-Python path
 (hackmate_core.compiled says why).
 """
 

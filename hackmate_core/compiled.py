@@ -11,6 +11,7 @@ Moves cross between the paths as 16-bit codes, ``from | to << 6 | promotion << 1
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
 from typing import Optional
@@ -19,46 +20,40 @@ import chess
 
 #: The environment variable that forces the pure-Python path when set to anything but "" or "0".
 PURE_PYTHON_VARIABLE = "HACKMATE_PURE_PYTHON"
-#: The extension's API_VERSION this code was written against; a build of older sources is not used.
-API_VERSION = 1
+#: The compiled parts, by module name: what each is, and the API_VERSION this code was written against (a build of
+#: older sources is not used).
+EXTENSIONS = {"_cboard": ("the compiled board", 1), "_calphabeta": ("the compiled alpha-beta search", 1),
+              "_cpuct": ("the compiled PUCT leaves", 1)}
+#: What rebuilds them.
+_REBUILD = "a C compiler and `pip install -e .` (bin/setup-env does it) build it"
 
 
-def _load() -> tuple[Optional[ModuleType], Optional[str]]:
+def _load(name: str) -> tuple[Optional[ModuleType], Optional[str]]:
+    """The extension ``hackmate_core.<name>``, or None and why not."""
+    what, api_version = EXTENSIONS[name]
     if os.environ.get(PURE_PYTHON_VARIABLE, "") not in ("", "0"):
         return None, f"{PURE_PYTHON_VARIABLE} is set: the pure-Python path runs"
     try:
-        from hackmate_core import _cboard
+        module = importlib.import_module(f"hackmate_core.{name}")
     except ImportError as error:
-        return None, (f"the compiled board is not built ({error}): the pure-Python path runs; "
-                      "a C compiler and `pip install -e .` (bin/setup-env does it) build it")
-    version = getattr(_cboard, "API_VERSION", None)
-    if version != API_VERSION:
-        return None, (f"the compiled board is out of date (API version {version}, expected {API_VERSION}): "
-                      "the pure-Python path runs; `pip install -e .` (bin/setup-env does it) rebuilds it")
-    return _cboard, None
+        return None, f"{what} is not built ({error}): the pure-Python path runs; {_REBUILD}"
+    version = getattr(module, "API_VERSION", None)
+    if version != api_version:
+        return None, (f"{what} is out of date (API version {version}, expected {api_version}): the pure-Python "
+                      f"path runs; {_REBUILD}")
+    return module, None
 
 
 #: The extension module ``hackmate_core._cboard``, or None on the pure-Python path.
-cboard, why_not = _load()
+cboard, _board_problem = _load("_cboard")
 #: True when the compiled path is in use.
 ACTIVE = cboard is not None
-#: The API_VERSION of ``hackmate_core._calphabeta`` (the compiled alpha-beta search) this code was written against.
-ALPHABETA_API_VERSION = 1
-
-
-def _load_alphabeta() -> Optional[ModuleType]:
-    """The compiled alpha-beta search, when the compiled board is in use (it is built with it) and is current."""
-    if cboard is None:
-        return None
-    try:
-        from hackmate_core import _calphabeta
-    except ImportError:
-        return None
-    return _calphabeta if getattr(_calphabeta, "API_VERSION", None) == ALPHABETA_API_VERSION else None
-
-
-#: The extension module ``hackmate_core._calphabeta``, or None (alpha-beta then searches in Python).
-calphabeta = _load_alphabeta()
+#: ``hackmate_core._calphabeta`` and ``hackmate_core._cpuct`` (built with the board), or None: alpha-beta then
+#: searches in Python, PUCT makes its leaves with python-chess.
+calphabeta, _alphabeta_problem = _load("_calphabeta") if ACTIVE else (None, None)
+cpuct, _puct_problem = _load("_cpuct") if ACTIVE else (None, None)
+#: Why a compiled part is not in use (the engine says it once as an ``info string``), or None when all are.
+why_not = _board_problem or "; ".join(problem for problem in (_alphabeta_problem, _puct_problem) if problem) or None
 
 
 def move_code(move: chess.Move) -> int:

@@ -31,8 +31,7 @@ from hackmate_core.lru import LruCache
 from hackmate_core.options import Option
 from hackmate_core.exchange import keeps_material, mvv_lva
 from hackmate_core.rules import game_result, legal_moves
-from hackmate_core.score import mated_score, mating_score, score_wdl, tablebase_score
-from hackmate_core.score import q_to_cp, q_to_wdl
+from hackmate_core.score import mated_score, mating_score, q_to_cp, q_to_wdl, score_wdl, tablebase_score
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
 from search.stoppers import Progress
 

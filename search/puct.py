@@ -50,11 +50,10 @@ from __future__ import annotations
 
 import math
 import sys
-from functools import partial
 import time
 from array import array
 from concurrent.futures import Future, ThreadPoolExecutor
-from types import ModuleType
+from functools import partial
 from typing import Any, Optional, Sequence
 
 import chess
@@ -63,9 +62,8 @@ from evaluators.base import Evaluation, Evaluator, Request
 from hackmate_core import compiled
 from hackmate_core.boards import BoardState, state_stack, truncate_history
 from hackmate_core.options import Option
-from hackmate_core.rules import LegalMoves, PLAIN_MOVES, game_result, legal_moves, mate_in_one
-from hackmate_core.score import mated_score, mating_score, score_wdl, tablebase_score
-from hackmate_core.score import q_to_cp, q_to_wdl
+from hackmate_core.rules import PLAIN_MOVES, LegalMoves, game_result, legal_moves, mate_in_one
+from hackmate_core.score import mated_score, mating_score, q_to_cp, q_to_wdl, score_wdl, tablebase_score
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult
 from search.stoppers import Progress
 
@@ -82,23 +80,8 @@ POLL_S = 0.002
 #: With the overlap, how long the search thread may keep the GIL while the inference thread wants it
 #: (Python's default, 5 ms, would idle the network that long after each run, a minibatch takes 10-20 ms).
 SWITCH_INTERVAL_S = 0.0005
-#: The API_VERSION of hackmate_core._cpuct this code was written against; a build of older sources is not used.
-CPUCT_API_VERSION = 1
-
-
-def _load_cpuct() -> Optional[ModuleType]:
-    """hackmate_core._cpuct (PUCT's per-leaf work in C) where the compiled path is in use, built and up to date."""
-    if not compiled.ACTIVE:
-        return None
-    try:
-        from hackmate_core import _cpuct
-    except ImportError:
-        return None
-    return _cpuct if getattr(_cpuct, "API_VERSION", None) == CPUCT_API_VERSION else None
-
-
-#: None on the pure-Python path.
-_cpuct = _load_cpuct()
+#: hackmate_core._cpuct (PUCT's per-leaf work in C); None on the pure-Python path.
+_cpuct = compiled.cpuct
 
 
 class Node:
