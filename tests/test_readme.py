@@ -18,6 +18,9 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 MAX_LINES = 350
 MAX_WORDS = 4000
+# What a new user looks for first starts on the first screens.
+EARLY_SECTIONS = ("## In a GUI", "## Strength", "## Train your own network")
+EARLY_LINES = 150
 # The words of the work process that made the engine, in any form and inside file names (gpu-session-union.sh).
 LAB_WORDS = re.compile(r"(?<![a-z])(sessions?|leas(?:e|es|ed|ing)|vms?)(?![a-z])", re.IGNORECASE)
 SHELL_FENCE = re.compile(r"^```(?:sh|bash|shell|console)\s*$")
@@ -187,6 +190,13 @@ def test_readme_is_short() -> None:
     text = readme_text()
     assert len(text.splitlines()) <= MAX_LINES
     assert len(text.split()) <= MAX_WORDS
+
+
+def test_a_user_finds_the_gui_the_strength_and_training_early() -> None:
+    starts = {line: number for number, line in enumerate(readme_text().splitlines(), 1)}
+    for section in EARLY_SECTIONS:
+        assert section in starts, f"README.md has no section {section!r}"
+        assert starts[section] <= EARLY_LINES, f"{section} starts on line {starts[section]}"
 
 
 def test_readme_has_none_of_the_lab_words() -> None:
