@@ -21,7 +21,7 @@ MAX_WORDS = 4000
 # What a new user looks for first starts on the first screens.
 EARLY_SECTIONS = ("## In a GUI", "## Strength", "## Train your own network")
 EARLY_LINES = 150
-# The words of the work process that made the engine, in any form and inside file names (gpu-session-union.sh).
+# The words of the work process that made the engine, in any form and inside file names (gpu-session-x.sh).
 LAB_WORDS = re.compile(r"(?<![a-z])(sessions?|leas(?:e|es|ed|ing)|vms?)(?![a-z])", re.IGNORECASE)
 SHELL_FENCE = re.compile(r"^```(?:sh|bash|shell|console)\s*$")
 COMMAND_SEPARATORS = {";", "&&", "||", "|", "&"}
@@ -206,7 +206,7 @@ def test_readme_has_none_of_the_lab_words() -> None:
 
 
 def test_the_lab_words_pattern_finds_them_in_file_names_and_any_case() -> None:
-    for text in ("docs/gpu-session-union.sh", "a VM", "the VMs", "Sessions", "lease17", "leased", "GPU_LEASE"):
+    for text in ("tools/gpu-session-x.sh", "a VM", "the VMs", "Sessions", "lease17", "leased", "GPU_LEASE"):
         assert LAB_WORDS.search(text), text
     for text in ("release", "please", "NVMe", "possession", "kvm"):
         assert not LAB_WORDS.search(text), text
@@ -241,7 +241,7 @@ def test_every_link_of_the_readme_resolves() -> None:
 
 
 def test_every_script_the_readme_runs_exists() -> None:
-    """A command that starts with a path of this checkout (bin/match, docs/run-fastchess.sh) names a file that is
+    """A command that starts with a path of this checkout (bin/match, tools/run-fastchess.sh) names a file that is
     there: scripts that move take the README with them."""
     missing = [" ".join(words) for block in shell_blocks(readme_text()) for words in commands_of(block)
                if "/" in words[0] and not words[0].startswith(("/", "~", "..", "$"))
@@ -291,3 +291,16 @@ def test_every_readme_command_parses(paths_unchecked: None) -> None:
             parse_command_line(invocation.name, invocation.command, invocation.args)
         except click.UsageError as error:
             pytest.fail(f"README command `{invocation.shown}`: {error.format_message()}")
+
+
+def test_the_readme_options_table_is_the_engine_s_listing() -> None:
+    """The UCI options table between the README's markers is what `python -m engine --list-options` prints."""
+    from click.testing import CliRunner
+
+    from engine.__main__ import cli
+    listing = CliRunner().invoke(cli, ["--list-options"])
+    assert listing.exit_code == 0, listing.output
+    text = readme_text()
+    begin, end = text.index("<!-- options:begin -->"), text.index("<!-- options:end -->")
+    table = [line for line in text[begin:end].splitlines() if line.startswith("|")]
+    assert table == [line for line in listing.output.splitlines() if line.startswith("|")]

@@ -20,7 +20,7 @@
 # MIN: minutes this call may take in all (default 9, inside the device's 10 a call); MIN_TRAIN: the least training
 # budget worth starting (default 2 minutes; toy scale 0.2).
 # Toy scale on a CPU, with small files of the same names in CARRY:
-#   SCALE=toy CARRY=/tmp/toy-carry MIN=1.2 OUT=/tmp/out bash docs/gpu-session-union.sh   (until "union: done")
+#   SCALE=toy CARRY=/tmp/toy-carry MIN=1.2 OUT=/tmp/out bash tools/gpu-union.sh   (until "union: done")
 set -u
 START=$SECONDS
 CARRY=${CARRY:-.carry}; export PYTHONPATH=$CARRY/site

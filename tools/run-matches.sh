@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The matches whose results the README quotes (10+0.1, paired openings from Carlsen's games, 2 at a time,
 # decided games adjudicated as tools.match does by default).
-# Usage: docs/run-matches.sh GAMES OUTDIR MATCH...   (MATCH: resnet-material resnet-sf1350 resnet-sf1500
+# Usage: tools/run-matches.sh GAMES OUTDIR MATCH...   (MATCH: resnet-material resnet-sf1350 resnet-sf1500
 #        resnet-sf1700 resnet-sf1900 resnet-sf2000 comparator-material comparator-resnet material-sf1350)
 set -euo pipefail
 games="$1"; out="$2"; shift 2

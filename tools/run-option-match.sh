@@ -3,13 +3,13 @@
 # fastchess, paired openings (each opening twice, colours swapped), then fastchess's report
 # (W/D/L, Elo with its 95% interval from game pairs) in OUTDIR/summary.txt.
 #
-# Usage: docs/run-option-match.sh OUTDIR GAMES NAME=VALUE...   e.g. docs/run-option-match.sh runs/tp0 40 TacticalPriors=0
+# Usage: tools/run-option-match.sh OUTDIR GAMES NAME=VALUE...   e.g. tools/run-option-match.sh runs/tp0 40 TacticalPriors=0
 # Environment: TC (default 10+0.1), CONCURRENCY (default 2: two games at a time; one engine of a game thinks at a
 # time, with its default of 2 Threads or cores / CONCURRENCY where that is fewer, so never more threads think than
 # there are cores), SRAND (opening seed, default 1), ENGINE_ARGS (for both engines, default none: resnet + puct),
 # BASE_OPTIONS (NAME=VALUE... for both engines, Threads included), FASTCHESS, OPENINGS (default
 # ../shared/data/games/carlsen-classical.pgn, first 8 plies).
-# Decided games are adjudicated as bin/match does (docs/fastchess-adjudication.sh).
+# Decided games are adjudicated as bin/match does (tools/fastchess-adjudication.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$(mkdir -p "$1" && cd "$1" && pwd)"
@@ -21,8 +21,8 @@ openings="${OPENINGS:-$root/../shared/data/games/carlsen-classical.pgn}"
 [ -x "$fastchess" ] || { echo "not found: $fastchess (set FASTCHESS)" >&2; exit 2; }
 [ -f "$openings" ] || { echo "openings not found: $openings (set OPENINGS)" >&2; exit 2; }
 "$root/bin/setup-env"
-# shellcheck source=docs/fastchess-adjudication.sh
-source "$root/docs/fastchess-adjudication.sh"
+# shellcheck source=tools/fastchess-adjudication.sh
+source "$root/tools/fastchess-adjudication.sh"
 
 common=(cmd="$root/bin/engine" dir="$root")
 case " ${BASE_OPTIONS:-} " in

@@ -5,13 +5,13 @@
 # fastchess keeps the clocks and records every time forfeit, illegal move and disconnect; this script writes
 # OUTDIR/<tc>.pgn and OUTDIR/<tc>.log per time control and OUTDIR/summary.txt with their counts.
 #
-# Usage: docs/run-fastchess.sh OUTDIR [GAMES_PER_TC]    (default 34 per time control, 102 in all)
+# Usage: tools/run-fastchess.sh OUTDIR [GAMES_PER_TC]    (default 34 per time control, 102 in all)
 # Environment: TCS (default "1+0.01 10+0.1 40/60"), CONCURRENCY (default 1; ours gets its default of 2 Threads, or
 # cores / CONCURRENCY where that is fewer, so that on two cores only two threads think at once), FASTCHESS (default: fastchess on PATH, else ../shared/bin/fastchess), STOCKFISH (default:
 # stockfish on PATH, else /usr/games/stockfish), SF_ELO (default 1500), ENGINE_ARGS (default: none, i.e.
 # resnet + puct), ENGINE_OPTIONS (UCI options of ours as NAME=VALUE..., default none), SRAND (opening seed, default
 # 1), OPENINGS (default ../shared/data/games/carlsen-classical.pgn, first 8 plies).
-# Decided games are adjudicated as bin/match does (docs/fastchess-adjudication.sh). Stockfish gets a Move Overhead
+# Decided games are adjudicated as bin/match does (tools/fastchess-adjudication.sh). Stockfish gets a Move Overhead
 # of 100 ms: its forfeits are not ours.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,8 +26,8 @@ for tool in "$fastchess" "$stockfish"; do
 done
 [ -f "$openings" ] || { echo "openings not found: $openings (set OPENINGS)" >&2; exit 2; }
 "$root/bin/setup-env"
-# shellcheck source=docs/fastchess-adjudication.sh
-source "$root/docs/fastchess-adjudication.sh"
+# shellcheck source=tools/fastchess-adjudication.sh
+source "$root/tools/fastchess-adjudication.sh"
 
 ours=(cmd="$root/bin/engine" name=hackmate dir="$root")
 [ -z "${ENGINE_ARGS:-}" ] || ours+=(args="$ENGINE_ARGS")

@@ -4,7 +4,7 @@
 # The labels come back in $OUT as 9 MB pieces (a call returns at most 8 files of 16 MiB):
 #   cat labels.tar.* | tar -x    gives labels/, a shard directory.
 # Run from the repository root with .carry/ carried (stockfish.xz, site/chess, the .epd.xz selections, the
-# shared .jsonl.gz). Toy scale on a CPU: SOURCES=... NODES=60 MIN=0.5 OUT=/tmp/out bash docs/gpu-session-label.sh
+# shared .jsonl.gz). Toy scale on a CPU: SOURCES=... NODES=60 MIN=0.5 OUT=/tmp/out bash tools/gpu-label.sh
 set -u
 export PYTHONPATH=.carry/site
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT" runs

@@ -5,7 +5,7 @@
 # all four say done). The cores left over play decisive Stockfish games for DeepChess (training selfplay,
 # resumable). Back in $OUT: A.pt ... D.pt (weights; `python -m training export` makes the ONNX), reports.tar
 # (report.json with the test-set figures, logs, curves) and dec2.pgn.xz.* (cat them, then xz -d).
-# Toy scale on a CPU: SCALE=toy MIN=0.5 DEC_GAMES=40 DEC_WORKERS=1 OUT=/tmp/out bash docs/gpu-session-sizes.sh
+# Toy scale on a CPU: SCALE=toy MIN=0.5 DEC_GAMES=40 DEC_WORKERS=1 OUT=/tmp/out bash tools/gpu-sizes.sh
 set -u
 export PYTHONPATH=.carry/site
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; MIN=${MIN:-8.0}
