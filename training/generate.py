@@ -25,6 +25,7 @@ import chess.engine
 import chess.pgn
 import chess.polyglot
 
+from hackmate_core.games import MAX_PLIES, outcome as game_outcome
 from training.config_cli import setting
 from training.pgn import RESULT_WHITE, ReadStats, create_text, iter_games, open_text
 from training.processes import process_pool
@@ -153,7 +154,7 @@ def _selfplay_part(args: tuple) -> int:
                 if options.node_ratio != 1:  # the weaker colour alternates with the game number
                     budget[chess.BLACK if (worker + round_number * workers) % 2 == 0 else chess.WHITE] = \
                         max(1, round(game_nodes / options.node_ratio))
-                while not board.is_game_over(claim_draw=True) and board.ply() < 400:
+                while game_outcome(board) is None and board.ply() < MAX_PLIES:
                     if board.ply() < len(opening):
                         move = opening[board.ply()]
                         node = node.add_variation(move)
@@ -169,7 +170,7 @@ def _selfplay_part(args: tuple) -> int:
                             node.set_eval(result.info["score"])
                     board.push(move)
                 round_number += 1
-                outcome = board.outcome(claim_draw=True)
+                outcome = game_outcome(board)
                 annotator = f"nodes={game_nodes}" if options.node_ratio == 1 else \
                     f"nodes white={budget[chess.WHITE]} black={budget[chess.BLACK]}"
                 game.headers.update({"Event": "hackmate self-play", "Round": f"{worker}.{round_number}",
