@@ -6,7 +6,6 @@
 
 #include "polyglot_keys.h"
 
-#define BIT(square) ((cb_bitboard)1 << (square))
 
 static const int MVV[7] = {0, 1, 3, 3, 5, 9, 0};   /* hackmate_core.exchange.MVV */
 
@@ -32,14 +31,6 @@ static inline int lsb64(cb_bitboard b) {
 #define POPCOUNT(b) popcount64(b)
 #define LSB(b) lsb64(b)
 #endif
-
-static inline int piece_type_at(const cb_position *p, int square) {
-    cb_bitboard mask = BIT(square);
-    if (!(p->pieces[0] & mask)) return 0;
-    for (int type = CB_PAWN; type <= CB_KING; type++)
-        if (p->pieces[type] & mask) return type;
-    return 0;
-}
 
 /* ------------------------------------------------------------------ transposition table (search/tt.py) */
 
@@ -170,18 +161,18 @@ static void make_null(cb_position *p) {
 /* chess.Board.is_en_passant */
 static inline int is_en_passant(const cb_position *p, cb_move move) {
     int from = CB_FROM(move), to = CB_TO(move), difference = to > from ? to - from : from - to;
-    return p->ep_square == to && (p->pieces[CB_PAWN] & BIT(from)) && (difference == 7 || difference == 9)
-           && !(p->pieces[0] & BIT(to));
+    return p->ep_square == to && (p->pieces[CB_PAWN] & CB_BIT(from)) && (difference == 7 || difference == 9)
+           && !(p->pieces[0] & CB_BIT(to));
 }
 
 /* chess.Board.is_capture */
 static inline int is_capture(const cb_position *p, cb_move move) {
-    return (BIT(CB_TO(move)) & p->colors[!p->turn]) || is_en_passant(p, move);
+    return (CB_BIT(CB_TO(move)) & p->colors[!p->turn]) || is_en_passant(p, move);
 }
 
 /* hackmate_core.exchange.mvv_lva */
 static inline int mvv_lva(const cb_position *p, cb_move move) {
-    int victim = piece_type_at(p, CB_TO(move)), attacker = piece_type_at(p, CB_FROM(move));
+    int victim = cb_piece_type_at(p, CB_TO(move)), attacker = cb_piece_type_at(p, CB_FROM(move));
     return 10 * MVV[victim ? victim : CB_PAWN] - MVV[attacker ? attacker : CB_PAWN];
 }
 
@@ -272,7 +263,7 @@ static int ordered_moves(cab_search *s, const cb_position *p, cb_move tt_move, i
     for (int i = 0; i < count; i++) {
         cb_move move = moves[i];
         if (move == tt_move) scores[i] = 10000000;
-        else if (BIT(CB_TO(move)) & theirs) scores[i] = 1000000 + mvv_lva(p, move);
+        else if (CB_BIT(CB_TO(move)) & theirs) scores[i] = 1000000 + mvv_lva(p, move);
         else if (CB_PROMOTION(move)) scores[i] = 900000 + CB_PROMOTION(move);
         else if (move == killers[0]) scores[i] = 800000;
         else if (move == killers[1]) scores[i] = 700000;

@@ -9,7 +9,6 @@
 
 /* ------------------------------------------------------------------ bit operations */
 
-#define BIT(square) ((cb_bitboard)1 << (square))
 #define ALL_SQUARES (~(cb_bitboard)0)
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -52,7 +51,7 @@ static inline int popcount(cb_bitboard b) {
 /* Iterate over the squares of a bitboard from high to low, as python-chess's scan_reversed. */
 #define FOR_SQUARES_REVERSED(square, bitboard)                                                            \
     for (cb_bitboard rest_##square = (bitboard); rest_##square && ((square) = msb(rest_##square), 1);   \
-         rest_##square ^= BIT(square))
+         rest_##square ^= CB_BIT(square))
 
 #define RANK_1 0x00000000000000FFULL
 #define RANK_3 0x0000000000FF0000ULL
@@ -86,7 +85,7 @@ static cb_bitboard steps(int square, const int (*offsets)[2], int count) {
     cb_bitboard result = 0;
     for (int i = 0; i < count; i++) {
         int file = file_of(square) + offsets[i][0], rank = rank_of(square) + offsets[i][1];
-        if (file >= 0 && file < 8 && rank >= 0 && rank < 8) result |= BIT(rank * 8 + file);
+        if (file >= 0 && file < 8 && rank >= 0 && rank < 8) result |= CB_BIT(rank * 8 + file);
     }
     return result;
 }
@@ -113,7 +112,7 @@ void cb_init(void) {
             int file = file_of(square) + DIRECTION_FILE[direction], rank = rank_of(square) + DIRECTION_RANK[direction];
             for (; file >= 0 && file < 8 && rank >= 0 && rank < 8;
                  file += DIRECTION_FILE[direction], rank += DIRECTION_RANK[direction])
-                ray |= BIT(rank * 8 + file);
+                ray |= CB_BIT(rank * 8 + file);
             RAYS[direction][square] = ray;
         }
         RANK_RAYS[square] = RAYS[EAST][square] | RAYS[WEST][square];
@@ -125,9 +124,9 @@ void cb_init(void) {
         for (int b = 0; b < 64; b++) {
             LINE[a][b] = BETWEEN[a][b] = 0;
             for (int direction = 0; direction < 8; direction++) {
-                if (RAYS[direction][a] & BIT(b)) {
-                    LINE[a][b] = RAYS[direction][a] | RAYS[(direction + 4) % 8][a] | BIT(a);
-                    BETWEEN[a][b] = RAYS[direction][a] & ~(RAYS[direction][b] | BIT(b));
+                if (RAYS[direction][a] & CB_BIT(b)) {
+                    LINE[a][b] = RAYS[direction][a] | RAYS[(direction + 4) % 8][a] | CB_BIT(a);
+                    BETWEEN[a][b] = RAYS[direction][a] & ~(RAYS[direction][b] | CB_BIT(b));
                 }
             }
         }
@@ -171,20 +170,12 @@ static cb_bitboard attackers_mask(const cb_position *p, int color, int square, c
 
 /* chess.Board.attacks_mask for a piece other than a pawn */
 static cb_bitboard piece_attacks(const cb_position *p, int square) {
-    cb_bitboard mask = BIT(square), attacks = 0;
+    cb_bitboard mask = CB_BIT(square), attacks = 0;
     if (mask & p->pieces[CB_KNIGHT]) return KNIGHT_ATTACKS[square];
     if (mask & p->pieces[CB_KING]) return KING_ATTACKS[square];
     if (mask & (p->pieces[CB_BISHOP] | p->pieces[CB_QUEEN])) attacks = bishop_attacks(square, p->pieces[0]);
     if (mask & (p->pieces[CB_ROOK] | p->pieces[CB_QUEEN])) attacks |= rook_attacks(square, p->pieces[0]);
     return attacks;
-}
-
-static inline int piece_type_at(const cb_position *p, int square) {
-    cb_bitboard mask = BIT(square);
-    if (!(p->pieces[0] & mask)) return 0;
-    for (int type = CB_PAWN; type <= CB_KING; type++)
-        if (p->pieces[type] & mask) return type;
-    return 0;
 }
 
 cb_bitboard cb_checkers(const cb_position *p) {
@@ -212,7 +203,7 @@ static cb_bitboard pin_mask(const cb_position *p, int color, int square) {
     cb_bitboard kings = p->colors[color] & p->pieces[CB_KING];
     if (!kings) return ALL_SQUARES;
     int king = msb(kings);
-    cb_bitboard square_mask = BIT(square);
+    cb_bitboard square_mask = CB_BIT(square);
     cb_bitboard rays[3] = {FILE_RAYS[king], RANK_RAYS[king], DIAGONAL_RAYS[king]};
     cb_bitboard sliders[3] = {p->pieces[CB_ROOK] | p->pieces[CB_QUEEN], p->pieces[CB_ROOK] | p->pieces[CB_QUEEN],
                               p->pieces[CB_BISHOP] | p->pieces[CB_QUEEN]};
@@ -232,7 +223,7 @@ static cb_bitboard pin_mask(const cb_position *p, int color, int square) {
 /* chess.Board._ep_skewered */
 static int ep_skewered(const cb_position *p, int king, int capturer) {
     int last_double = p->ep_square + (p->turn == CB_WHITE ? -8 : 8);
-    cb_bitboard occupancy = (p->pieces[0] & ~BIT(last_double) & ~BIT(capturer)) | BIT(p->ep_square);
+    cb_bitboard occupancy = (p->pieces[0] & ~CB_BIT(last_double) & ~CB_BIT(capturer)) | CB_BIT(p->ep_square);
     cb_bitboard theirs = p->colors[!p->turn];
     if (rank_attacks(king, occupancy) & theirs & (p->pieces[CB_ROOK] | p->pieces[CB_QUEEN])) return 1;
     if (bishop_attacks(king, occupancy) & theirs & (p->pieces[CB_BISHOP] | p->pieces[CB_QUEEN])) return 1;
@@ -273,7 +264,7 @@ static inline void add_pawn_move(move_list *list, int from, int to) {
 static void generate_pseudo_legal_ep(const cb_position *p, cb_bitboard from_mask, cb_bitboard to_mask,
                                      move_list *list) {
     int ep = p->ep_square;
-    if (ep <= 0 || !(BIT(ep) & to_mask) || (BIT(ep) & p->pieces[0])) return;
+    if (ep <= 0 || !(CB_BIT(ep) & to_mask) || (CB_BIT(ep) & p->pieces[0])) return;
     cb_bitboard capturers = p->pieces[CB_PAWN] & p->colors[p->turn] & from_mask & PAWN_ATTACKS[!p->turn][ep]
                             & (p->turn == CB_WHITE ? RANK_5 : RANK_4);
     int capturer;
@@ -287,18 +278,18 @@ static void generate_castling_moves(const cb_position *p, cb_bitboard from_mask,
     cb_bitboard king = p->colors[p->turn] & p->pieces[CB_KING] & backrank & from_mask;
     if (!king) return;
     int king_square = lsb(king);
-    king = BIT(king_square);
+    king = CB_BIT(king_square);
     int base = p->turn == CB_WHITE ? 0 : 56;
     cb_bitboard occupied = p->pieces[0];
     int candidate;
     FOR_SQUARES_REVERSED(candidate, p->castling & backrank & to_mask) {
-        cb_bitboard rook = BIT(candidate);
+        cb_bitboard rook = CB_BIT(candidate);
         int a_side = candidate < king_square;
         int king_to = base + (a_side ? 2 : 6), rook_to = base + (a_side ? 3 : 5);
         cb_bitboard king_path = BETWEEN[king_square][king_to], rook_path = BETWEEN[candidate][rook_to];
-        if (((occupied ^ king ^ rook) & (king_path | rook_path | BIT(king_to) | BIT(rook_to)))
+        if (((occupied ^ king ^ rook) & (king_path | rook_path | CB_BIT(king_to) | CB_BIT(rook_to)))
             || attacked_for_king(p, king_path | king, occupied ^ king)
-            || attacked_for_king(p, BIT(king_to), occupied ^ king ^ rook ^ BIT(rook_to)))
+            || attacked_for_king(p, CB_BIT(king_to), occupied ^ king ^ rook ^ CB_BIT(rook_to)))
             continue;
         int to = candidate;
         if (!p->chess960 && king_square == base + 4) {
@@ -341,14 +332,14 @@ static void generate_evasions(const cb_position *p, int king, cb_bitboard checke
     cb_bitboard attacked = 0;
     int checker, to;
     FOR_SQUARES_REVERSED(checker, checkers & (p->pieces[CB_BISHOP] | p->pieces[CB_ROOK] | p->pieces[CB_QUEEN])) {
-        attacked |= LINE[king][checker] & ~BIT(checker);
+        attacked |= LINE[king][checker] & ~CB_BIT(checker);
     }
     FOR_SQUARES_REVERSED(to, KING_ATTACKS[king] & ~p->colors[p->turn] & ~attacked) add_move(list, king, to, 0);
     checker = msb(checkers);
-    if (BIT(checker) == checkers) {
+    if (CB_BIT(checker) == checkers) {
         cb_bitboard target = BETWEEN[king][checker] | checkers;
         generate_pseudo_legal_moves(p, ~p->pieces[CB_KING], target, list);
-        if (p->ep_square > 0 && !(BIT(p->ep_square) & target)) {
+        if (p->ep_square > 0 && !(CB_BIT(p->ep_square) & target)) {
             int last_double = p->ep_square + (p->turn == CB_WHITE ? -8 : 8);
             if (last_double == checker) generate_pseudo_legal_ep(p, ALL_SQUARES, ALL_SQUARES, list);
         }
@@ -361,15 +352,15 @@ static int is_safe(const cb_position *p, int king, cb_bitboard blockers, cb_move
     if (from == king) {
         int file_difference = file_of(from) - file_of(to);
         if (file_difference > 1 || file_difference < -1
-            || (p->pieces[CB_ROOK] & p->colors[p->turn] & BIT(to)))
+            || (p->pieces[CB_ROOK] & p->colors[p->turn] & CB_BIT(to)))
             return 1;
         return !attackers_mask(p, !p->turn, to, p->pieces[0]);
     }
     int difference = to > from ? to - from : from - to;
-    if (p->ep_square == to && (p->pieces[CB_PAWN] & BIT(from)) && (difference == 7 || difference == 9)
-        && !(p->pieces[0] & BIT(to)))
-        return (pin_mask(p, p->turn, from) & BIT(to)) && !ep_skewered(p, king, from);
-    return !(blockers & BIT(from)) || (LINE[from][to] & BIT(king));
+    if (p->ep_square == to && (p->pieces[CB_PAWN] & CB_BIT(from)) && (difference == 7 || difference == 9)
+        && !(p->pieces[0] & CB_BIT(to)))
+        return (pin_mask(p, p->turn, from) & CB_BIT(to)) && !ep_skewered(p, king, from);
+    return !(blockers & CB_BIT(from)) || (LINE[from][to] & CB_BIT(king));
 }
 
 int cb_legal_moves(const cb_position *p, cb_move *moves) {
@@ -425,10 +416,10 @@ static int has_legal_en_passant(const cb_position *p) {
     generate_pseudo_legal_ep(p, ALL_SQUARES, ALL_SQUARES, &list);
     if (!list.count) return 0;
     cb_bitboard capturers = 0;
-    for (int i = 0; i < list.count; i++) capturers |= BIT(CB_FROM(moves[i]));
+    for (int i = 0; i < list.count; i++) capturers |= CB_BIT(CB_FROM(moves[i]));
     int count = cb_legal_moves(p, moves);
     for (int i = 0; i < count; i++)
-        if (CB_TO(moves[i]) == p->ep_square && (capturers & BIT(CB_FROM(moves[i])))) return 1;
+        if (CB_TO(moves[i]) == p->ep_square && (capturers & CB_BIT(CB_FROM(moves[i])))) return 1;
     return 0;
 }
 
@@ -440,7 +431,7 @@ static void finish_key(cb_position *p) {
 uint64_t cb_polyglot_key(const cb_position *p) {
     uint64_t key = p->base_key ^ polyglot_castling_key(p);
     if (p->ep_square > 0) {
-        cb_bitboard behind = p->turn == CB_WHITE ? BIT(p->ep_square) >> 8 : BIT(p->ep_square) << 8;
+        cb_bitboard behind = p->turn == CB_WHITE ? CB_BIT(p->ep_square) >> 8 : CB_BIT(p->ep_square) << 8;
         cb_bitboard beside = ((behind >> 1) & ~FILE_H) | ((behind << 1) & ~FILE_A);
         if (beside & p->pieces[CB_PAWN] & p->colors[p->turn]) key ^= CB_POLYGLOT[772 + file_of(p->ep_square)];
     }
@@ -450,9 +441,9 @@ uint64_t cb_polyglot_key(const cb_position *p) {
 /* ------------------------------------------------------------------ making moves */
 
 static int remove_piece(cb_position *p, int square, int with_keys) {
-    int type = piece_type_at(p, square);
+    int type = cb_piece_type_at(p, square);
     if (!type) return 0;
-    cb_bitboard mask = BIT(square);
+    cb_bitboard mask = CB_BIT(square);
     int color = (p->colors[CB_WHITE] & mask) ? CB_WHITE : CB_BLACK;
     p->pieces[type] ^= mask;
     p->pieces[0] ^= mask;
@@ -464,7 +455,7 @@ static int remove_piece(cb_position *p, int square, int with_keys) {
 static void set_piece(cb_position *p, int square, int type, int color, int with_keys) {
     remove_piece(p, square, with_keys);
     if (type < CB_PAWN || type > CB_KING) return;
-    cb_bitboard mask = BIT(square);
+    cb_bitboard mask = CB_BIT(square);
     p->pieces[type] |= mask;
     p->pieces[0] |= mask;
     p->colors[color] |= mask;
@@ -476,12 +467,12 @@ void cb_make(cb_position *p, cb_move move, int with_keys) {
     int us = p->turn, from = CB_FROM(move), to = CB_TO(move), promotion = CB_PROMOTION(move);
     int base = us == CB_WHITE ? 0 : 56;
     /* _to_chess960: standard castling e1g1 / e1c1 becomes king takes rook */
-    if ((from == 4 || from == 60) && (p->pieces[CB_KING] & BIT(from))) {
+    if ((from == 4 || from == 60) && (p->pieces[CB_KING] & CB_BIT(from))) {
         int rank_base = from - 4;
-        if (to == rank_base + 6 && !(p->pieces[CB_ROOK] & BIT(to))) to = rank_base + 7;
-        else if (to == rank_base + 2 && !(p->pieces[CB_ROOK] & BIT(to))) to = rank_base;
+        if (to == rank_base + 6 && !(p->pieces[CB_ROOK] & CB_BIT(to))) to = rank_base + 7;
+        else if (to == rank_base + 2 && !(p->pieces[CB_ROOK] & CB_BIT(to))) to = rank_base;
     }
-    cb_bitboard from_mask = BIT(from), to_mask = BIT(to);
+    cb_bitboard from_mask = CB_BIT(from), to_mask = CB_BIT(to);
     int ep_before = p->ep_square;
     p->ep_square = -1;
     p->halfmove_clock++;
@@ -489,7 +480,7 @@ void cb_make(cb_position *p, cb_move move, int with_keys) {
     if ((from_mask ^ to_mask) & (p->pieces[CB_PAWN] | p->colors[!us])) p->halfmove_clock = 0;
 
     int piece = remove_piece(p, from, with_keys);
-    int captured = piece_type_at(p, to);
+    int captured = cb_piece_type_at(p, to);
     p->castling &= ~to_mask & ~from_mask;
     if (piece == CB_KING) {
         p->castling &= us == CB_WHITE ? ~RANK_1 : ~RANK_8;
@@ -589,18 +580,18 @@ static cb_bitboard clean_castling_rights(const cb_position *p, cb_bitboard right
     cb_bitboard white = castling & RANK_1 & p->colors[CB_WHITE], black = castling & RANK_8 & p->colors[CB_BLACK];
     cb_bitboard kings = p->pieces[CB_KING];
     if (!p->chess960) {
-        white &= BIT(0) | BIT(7);
-        black &= BIT(56) | BIT(63);
-        if (!(p->colors[CB_WHITE] & kings & BIT(4))) white = 0;
-        if (!(p->colors[CB_BLACK] & kings & BIT(60))) black = 0;
+        white &= CB_BIT(0) | CB_BIT(7);
+        black &= CB_BIT(56) | CB_BIT(63);
+        if (!(p->colors[CB_WHITE] & kings & CB_BIT(4))) white = 0;
+        if (!(p->colors[CB_BLACK] & kings & CB_BIT(60))) black = 0;
         return white | black;
     }
     cb_bitboard sides = 0, backranks[2] = {RANK_8, RANK_1}, castlings[2] = {black, white};
     for (int color = CB_BLACK; color <= CB_WHITE; color++) {
         cb_bitboard king = p->colors[color] & kings & backranks[color], rooks = castlings[color];
         if (!king || !rooks) continue;
-        if (lsb(rooks) < msb(king)) sides |= BIT(lsb(rooks));
-        if (msb(rooks) > msb(king)) sides |= BIT(msb(rooks));
+        if (lsb(rooks) < msb(king)) sides |= CB_BIT(lsb(rooks));
+        if (msb(rooks) > msb(king)) sides |= CB_BIT(msb(rooks));
     }
     return sides;
 }
@@ -611,8 +602,8 @@ static int valid_ep_square(const cb_position *p) {
     if (ep <= 0) return 0;
     int forward = p->turn == CB_WHITE ? -8 : 8;
     if (rank_of(ep) != (p->turn == CB_WHITE ? 5 : 2)) return 0;
-    if (!(p->pieces[CB_PAWN] & p->colors[!p->turn] & BIT(ep + forward))) return 0;
-    if (p->pieces[0] & (BIT(ep) | BIT(ep - forward))) return 0;
+    if (!(p->pieces[CB_PAWN] & p->colors[!p->turn] & CB_BIT(ep + forward))) return 0;
+    if (p->pieces[0] & (CB_BIT(ep) | CB_BIT(ep - forward))) return 0;
     return 1;
 }
 

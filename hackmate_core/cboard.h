@@ -37,6 +37,7 @@ enum { CB_PAWN = 1, CB_KNIGHT = 2, CB_BISHOP = 3, CB_ROOK = 4, CB_QUEEN = 5, CB_
 #define CB_FROM(move) ((int)((move) & 63))
 #define CB_TO(move) ((int)((move) >> 6 & 63))
 #define CB_PROMOTION(move) ((int)((move) >> 12 & 7))
+#define CB_BIT(square) ((cb_bitboard)1 << (square))
 
 typedef struct {
     cb_bitboard pieces[7];     /* [0]: every piece; [CB_PAWN..CB_KING]: that type, both colours */
@@ -52,6 +53,15 @@ typedef struct {
     uint8_t turn;              /* CB_WHITE or CB_BLACK */
     uint8_t chess960;          /* castling encoding of the moves (not a rule difference) */
 } cb_position;
+
+/* The piece type on a square (0: none). */
+static inline int cb_piece_type_at(const cb_position *p, int square) {
+    cb_bitboard mask = CB_BIT(square);
+    if (!(p->pieces[0] & mask)) return 0;
+    for (int type = CB_PAWN; type <= CB_KING; type++)
+        if (p->pieces[type] & mask) return type;
+    return 0;
+}
 
 typedef struct {
     cb_position position;      /* the current position */
