@@ -123,3 +123,18 @@ def tiny_network(tmp_path_factory):
 
 
 os.environ.setdefault("TQDM_DISABLE", "1")
+
+
+@pytest.fixture
+def driver():
+    """Start in-process engines (tests/uci_inprocess.py) with ``driver(*args)``; all are closed afterwards."""
+    from tests.uci_inprocess import Driver
+    started: list[Driver] = []
+
+    def start(*args: str) -> Driver:
+        started.append(Driver(*args))
+        return started[-1]
+
+    yield start
+    for engine in started:
+        engine.close()

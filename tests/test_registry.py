@@ -24,7 +24,6 @@ from engine.options import DEFAULT_THREADS, ENGINE_OPTIONS, TABLE_HEADER
 from evaluators.base import LoadError, unwrap
 from evaluators.comparator import ComparatorEvaluator
 from search.base import SearchControl
-from tests.uci_inprocess import Driver
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = "tests.fixtures.plugins"
@@ -32,19 +31,6 @@ FIXTURES = "tests.fixtures.plugins"
 
 def plugin(group: str, name: str, target: str) -> EntryPoint:
     return EntryPoint(name, target if ":" in target else f"{FIXTURES}:{target}", group)
-
-
-@pytest.fixture
-def driver():
-    started = []
-
-    def start(*args: str) -> Driver:
-        started.append(Driver(*args))
-        return started[-1]
-
-    yield start
-    for engine in started:
-        engine.close()
 
 
 # ------------------------------------------------------------------ declarations

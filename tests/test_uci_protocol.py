@@ -15,25 +15,11 @@ from evaluators.base import unwrap
 from hackmate_core.exchange import see
 from search.puct import BYTES_PER_NODE, MIN_TREE_NODES
 from search.tt import TranspositionTable
-from tests.uci_inprocess import Driver
 
 INFO_LINE = re.compile(r"^info depth \d+ seldepth \d+ multipv \d+ score (cp|mate) -?\d+( (lower|upper)bound)?"
                        r"( wdl \d+ \d+ \d+)? nodes \d+ nps \d+ hashfull \d+ tbhits \d+ time \d+"
                        r"( pv( [a-h][1-8][a-h][1-8][qrbn]?)+)?$")
 SYZYGY = Path(os.environ.get("SYZYGY_PATH", Path(__file__).resolve().parent.parent.parent / "shared/data/syzygy"))
-
-
-@pytest.fixture
-def driver():
-    started = []
-
-    def start(*args: str) -> Driver:
-        started.append(Driver(*args))
-        return started[-1]
-
-    yield start
-    for engine in started:
-        engine.close()
 
 
 # ------------------------------------------------------------------ in-process
