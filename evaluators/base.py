@@ -141,6 +141,16 @@ class Evaluator(Configurable, Pluggable, ABC):
         request.board = board.copy(stack=max(8, board.halfmove_clock))  # type: ignore[attr-defined]
         return request
 
+    def takes_leaves(self) -> bool:
+        """Whether :meth:`prepare_leaf` takes a compiled PUCT leaf (hackmate_core._cpuct.Leaf) instead of a board:
+        the compiled PUCT path runs only for evaluators that say so (the default: no)."""
+        return False
+
+    def prepare_leaf(self, leaf: Any) -> Request:
+        """:meth:`prepare` of a compiled PUCT leaf, for evaluators whose :meth:`takes_leaves` is true: the same
+        request, with what the evaluator takes from the board read from the leaf instead."""
+        raise NotImplementedError(f"{self.name} does not take compiled leaves")
+
     def collate(self, requests: Sequence[Request]) -> Any:
         """A batch of prepared requests as the network's input (None by default), on the preparing thread.
 
@@ -227,6 +237,17 @@ class EvaluatorWrapper(Evaluator):
 
     def prepare(self, board: chess.Board, moves: Sequence[chess.Move]) -> Request:
         return self.inner.prepare(board, moves) if self._forwards_stages else super().prepare(board, moves)
+
+    def takes_leaves(self) -> bool:
+        """True when the stages are forwarded to an evaluator that takes compiled leaves and a ``prepare`` of this
+        wrapper's own, if any, has a ``prepare_leaf`` beside it."""
+        cls = type(self)
+        own_prepare = cls.prepare is not EvaluatorWrapper.prepare
+        return (self._forwards_stages and (not own_prepare or cls.prepare_leaf is not EvaluatorWrapper.prepare_leaf)
+                and self.inner.takes_leaves())
+
+    def prepare_leaf(self, leaf: Any) -> Request:
+        return self.inner.prepare_leaf(leaf)
 
     def collate(self, requests: Sequence[Request]) -> Any:
         return self.inner.collate(requests) if self._forwards_stages else None

@@ -19,9 +19,11 @@ more than the move loop.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from itertools import chain
+from typing import Any, Optional, Sequence
 
 import chess
+import numpy as np
 
 from evaluators.base import (Evaluation, Evaluator, EvaluatorWrapper, MoveLists, Request, evaluate_in_stages,
                              value_centipawns)
@@ -73,15 +75,10 @@ class BlendedEvaluator(EvaluatorWrapper):
         request.blend = self._heuristics(board, moves)  # type: ignore[attr-defined]
         return request
 
-    def takes_leaves(self) -> bool:
-        """Whether :meth:`prepare_leaf` can take a compiled PUCT leaf (the wrapped evaluator can)."""
-        takes_leaves = getattr(self.inner, "takes_leaves", None)
-        return self._forwards_stages and takes_leaves is not None and takes_leaves()
-
     def prepare_leaf(self, leaf: Any) -> Request:
         """:meth:`prepare` of a compiled PUCT leaf: the tactical gains come from C; the material blend, off by
         default, takes a python-chess board of the leaf."""
-        request = self.inner.prepare_leaf(leaf)  # type: ignore[attr-defined]
+        request = self.inner.prepare_leaf(leaf)
         if self.material_blend:
             board = leaf.board()
             request.blend = self._heuristics(board, list(board.legal_moves))  # type: ignore[attr-defined]
@@ -109,7 +106,44 @@ class BlendedEvaluator(EvaluatorWrapper):
         return tactical, material, heuristic, material_q
 
     def finish(self, requests: Sequence[Request]) -> list[Evaluation]:
+        finish_priors = getattr(self.inner, "finish_priors", None)
+        if finish_priors is not None and self._forwards_stages:
+            evaluations = self._blend_run(requests, finish_priors)
+            if evaluations is not None:
+                return evaluations
         return [self.blend(request, evaluation) for request, evaluation in zip(requests, self.inner.finish(requests))]
+
+    @staticmethod
+    def _blend_run(requests: Sequence[Request], finish_priors: Any) -> Optional[list[Evaluation]]:
+        """:meth:`blend` of a whole network run at once, when its requests share the tactical weight: the
+        priors mixed in one numpy pass, with the same double operations as :meth:`blend` (``keep * prior +
+        tactical * extra`` element by element, float32 priors made doubles); None when it does not apply."""
+        if not requests:
+            return None
+        tactical = requests[0].blend[0]  # type: ignore[attr-defined]
+        heuristics = []
+        for request in requests:
+            request_tactical, _, heuristic, _ = request.blend  # type: ignore[attr-defined]
+            if request_tactical != tactical or (request.moves and (heuristic is None) != (not tactical)):
+                return None
+            heuristics.append(heuristic or ())
+        run = finish_priors(requests)
+        if run is None:
+            return None
+        values, draws, priors, bounds = run
+        if tactical:
+            extras = np.fromiter(chain.from_iterable(heuristics), dtype=np.float64, count=len(priors))
+            flat = ((1 - tactical) * priors.astype(np.float64) + tactical * extras).tolist()
+        else:
+            flat = priors.tolist()
+        evaluations = []
+        for i, (request, value, draw) in enumerate(zip(requests, values, draws)):
+            _, material, _, material_q = request.blend  # type: ignore[attr-defined]
+            if material:
+                value = (1 - material) * value + material * material_q
+                draw *= 1 - abs(value)
+            evaluations.append(Evaluation(value, draw, moves=request.moves, policy=flat[bounds[i]:bounds[i + 1]]))
+        return evaluations
 
     @staticmethod
     def blend(request: Request, evaluation: Evaluation) -> Evaluation:

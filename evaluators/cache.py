@@ -55,11 +55,6 @@ class CachedEvaluator(EvaluatorWrapper):
         request.cache_entry = key, generation  # type: ignore[attr-defined]
         return request
 
-    def takes_leaves(self) -> bool:
-        """Whether :meth:`prepare_leaf` can take a compiled PUCT leaf (the wrapped evaluators can)."""
-        takes_leaves = getattr(self.inner, "takes_leaves", None)
-        return self._forwards_stages and takes_leaves is not None and takes_leaves()
-
     def prepare_leaf(self, leaf: Any) -> Request:
         """:meth:`prepare` of a compiled PUCT leaf, keyed by its compiled key (the same position and clock)."""
         key = leaf.cache_key
@@ -69,7 +64,7 @@ class CachedEvaluator(EvaluatorWrapper):
             request.evaluation = evaluation
             return request
         generation = self.cache.generation
-        request = self.inner.prepare_leaf(leaf)  # type: ignore[attr-defined]
+        request = self.inner.prepare_leaf(leaf)
         request.cache_entry = key, generation  # type: ignore[attr-defined]
         return request
 

@@ -294,27 +294,46 @@ class ResNetEvaluator(Evaluator):
         return evaluations  # type: ignore[return-value]
 
     def _finish_batch(self, requests: Sequence[Request]) -> list[Evaluation]:
-        """Softmax over each position's legal moves, for requests from one network run, in one numpy pass."""
+        """The evaluations of requests from one network run."""
+        values, draws, priors, bounds = self._finish_run(requests)
+        flat = priors.tolist()
+        return [Evaluation(value, draw, moves=request.moves, policy=flat[bounds[i]:bounds[i + 1]])
+                for i, (request, value, draw) in enumerate(zip(requests, values, draws))]
+
+    def finish_priors(self, requests: Sequence[Request]
+                      ) -> Optional[tuple[list[float], list[float], np.ndarray, list[int]]]:
+        """What :meth:`finish` makes its evaluations of, for a wrapper that mixes more into the priors first (the
+        blend) without an evaluation object per request in between: the values, the draws, and the priors of
+        every request's legal moves end to end (float32), request ``i``'s from ``bounds[i]`` to
+        ``bounds[i + 1]``. None when the requests come from several network runs."""
+        outputs = requests[0].outputs if requests else None  # type: ignore[attr-defined]
+        for request in requests:
+            if request.outputs is not outputs:  # type: ignore[attr-defined]
+                return None
+        return self._finish_run(requests) if requests else None
+
+    def _finish_run(self, requests: Sequence[Request]) -> tuple[list[float], list[float], np.ndarray, list[int]]:
+        """:meth:`finish_priors` of requests from one network run: the softmax over each position's legal moves
+        in one numpy pass."""
         policy, wdl_logits = requests[0].outputs  # type: ignore[attr-defined]
         rows = [r.row for r in requests]  # type: ignore[attr-defined]
         wdl = _softmax_rows(wdl_logits[rows])  # this batch's rows, in the requests' order
         values = (wdl[:, 0] - wdl[:, 2]).tolist()
         draws = wdl[:, 1].tolist()
-        priors: list[list[float]] = [[] for _ in requests]
+        bounds = [0]
+        for request in requests:
+            bounds.append(bounds[-1] + len(request.moves))
         with_moves = [i for i, r in enumerate(requests) if r.moves]
-        if with_moves:
-            lengths = [len(requests[i].moves) for i in with_moves]
-            slots = np.fromiter(chain.from_iterable(requests[i].slots for i in with_moves),  # type: ignore
-                                dtype=np.int64, count=sum(lengths))
-            logits = policy[np.repeat([rows[i] for i in with_moves], lengths), slots] / self.softmax_temperature
-            starts = np.cumsum([0] + lengths[:-1])
-            top = np.maximum.reduceat(logits, starts)
-            weights = np.exp(logits - np.repeat(top, lengths))
-            flat = (weights / np.repeat(np.add.reduceat(weights, starts), lengths)).tolist()
-            for i, start, length in zip(with_moves, starts.tolist(), lengths):
-                priors[i] = flat[start:start + length]
-        return [Evaluation(value, draw, moves=request.moves, policy=request_priors)
-                for request, value, draw, request_priors in zip(requests, values, draws, priors)]
+        if not with_moves:
+            return values, draws, np.zeros(0, dtype=np.float32), bounds
+        lengths = [len(requests[i].moves) for i in with_moves]
+        slots = np.fromiter(chain.from_iterable(requests[i].slots for i in with_moves),  # type: ignore
+                            dtype=np.int64, count=sum(lengths))
+        logits = policy[np.repeat([rows[i] for i in with_moves], lengths), slots] / self.softmax_temperature
+        starts = np.cumsum([0] + lengths[:-1])
+        top = np.maximum.reduceat(logits, starts)
+        weights = np.exp(logits - np.repeat(top, lengths))
+        return values, draws, weights / np.repeat(np.add.reduceat(weights, starts), lengths), bounds
 
     def centipawns(self, board: chess.Board) -> int:
         """The value head as centipawns (lets alpha-beta search with the network too)."""

@@ -16,7 +16,7 @@
 #include "cpuct.h"
 
 /* Raised when the module's Python API changes, so that search.puct refuses a stale build. */
-#define API_VERSION 1
+#define API_VERSION 2
 
 typedef struct {
     PyObject_HEAD
@@ -490,47 +490,62 @@ static int set_slot(PyObject *node, int index, PyObject *value) {
     return 0;
 }
 
-/* search.puct.PuctSearch._backup: value from the leaf's side to move, flipped at each ply going up. */
-static PyObject *backup(PyObject *module, PyObject *args) {
-    PyObject *path;
-    double value, draw;
-    if (!PyArg_ParseTuple(args, "O!dd:backup", &PyList_Type, &path, &value, &draw)) return NULL;
+/* search.puct.PuctSearch._backup: value from the leaf's side to move, flipped at each ply going up; 0, or -1 with an
+ * exception (path: a list). */
+static int backup_path(PyObject *path, double value, double draw) {
     Py_ssize_t length = PyList_GET_SIZE(path);
     for (Py_ssize_t i = 0; i < length; i++)
-        if (!node_type || Py_TYPE(PyList_GET_ITEM(path, i)) != node_type)
-            return PyErr_Format(PyExc_TypeError, "backup() takes a path of bound nodes");
+        if (!node_type || Py_TYPE(PyList_GET_ITEM(path, i)) != node_type) {
+            PyErr_SetString(PyExc_TypeError, "a path holds bound nodes only");
+            return -1;
+        }
     for (Py_ssize_t index = length - 1; index >= 0; index--) {
         PyObject *node = PyList_GET_ITEM(path, index);
         long visits;
         double value_sum, draw_sum;
         if (slot_long(node, SLOT_VISITS, &visits) < 0 || slot_double(node, SLOT_VALUE_SUM, &value_sum) < 0
             || slot_double(node, SLOT_DRAW_SUM, &draw_sum) < 0)
-            return NULL;
+            return -1;
         if (!visits && index) {
             PyObject *parent = PyList_GET_ITEM(path, index - 1);
             double prior, visited_policy;
             if (slot_double(node, SLOT_PRIOR, &prior) < 0 || slot_double(parent, SLOT_VISITED_POLICY, &visited_policy) < 0
                 || set_slot(parent, SLOT_VISITED_POLICY, PyFloat_FromDouble(visited_policy + prior)) < 0)
-                return NULL;
+                return -1;
         }
         value = -value;
         if (set_slot(node, SLOT_VISITS, PyLong_FromLong(visits + 1)) < 0
             || set_slot(node, SLOT_VALUE_SUM, PyFloat_FromDouble(value_sum + value)) < 0
             || set_slot(node, SLOT_DRAW_SUM, PyFloat_FromDouble(draw_sum + draw)) < 0)
-            return NULL;
+            return -1;
     }
+    return 0;
+}
+
+static PyObject *backup(PyObject *module, PyObject *args) {
+    PyObject *path;
+    double value, draw;
+    if (!PyArg_ParseTuple(args, "O!dd:backup", &PyList_Type, &path, &value, &draw)) return NULL;
+    if (backup_path(path, value, draw) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
 /* search.puct.PuctSearch._expand for move codes: the moves sorted by prior, highest first, ties in their order
  * (Python's stable sort), as array("H") and array("f"). */
-static PyObject *expand(PyObject *module, PyObject *args) {
-    PyObject *node, *codes, *policy;
-    if (!PyArg_ParseTuple(args, "OO!O!:expand", &node, &PyList_Type, &codes, &PyList_Type, &policy)) return NULL;
-    if (!node_type || Py_TYPE(node) != node_type) return PyErr_Format(PyExc_TypeError, "expand() takes a bound node");
+static int expand_node(PyObject *node, PyObject *codes, PyObject *policy) {
+    if (!node_type || Py_TYPE(node) != node_type) {
+        PyErr_SetString(PyExc_TypeError, "expand() takes a bound node");
+        return -1;
+    }
+    if (!PyList_Check(codes) || !PyList_Check(policy)) {
+        PyErr_SetString(PyExc_TypeError, "expand() takes the move codes and their priors as lists");
+        return -1;
+    }
     Py_ssize_t count = PyList_GET_SIZE(codes);
-    if (count != PyList_GET_SIZE(policy) || count > CB_MAX_MOVES)
-        return PyErr_Format(PyExc_ValueError, "expand() takes as many priors as moves, at most %d", CB_MAX_MOVES);
+    if (count != PyList_GET_SIZE(policy) || count > CB_MAX_MOVES) {
+        PyErr_Format(PyExc_ValueError, "expand() takes as many priors as moves, at most %d", CB_MAX_MOVES);
+        return -1;
+    }
     double priors[CB_MAX_MOVES];
     int order[CB_MAX_MOVES];
     uint16_t sorted_codes[CB_MAX_MOVES];
@@ -538,8 +553,11 @@ static PyObject *expand(PyObject *module, PyObject *args) {
     for (Py_ssize_t i = 0; i < count; i++) {
         priors[i] = PyFloat_AsDouble(PyList_GET_ITEM(policy, i));
         long code = PyLong_AsLong(PyList_GET_ITEM(codes, i));
-        if (PyErr_Occurred()) return NULL;
-        if (code < 0 || code > 0xFFFF) return PyErr_Format(PyExc_ValueError, "move code %ld out of range", code);
+        if (PyErr_Occurred()) return -1;
+        if (code < 0 || code > 0xFFFF) {
+            PyErr_Format(PyExc_ValueError, "move code %ld out of range", code);
+            return -1;
+        }
         sorted_codes[i] = (uint16_t)code;
         int j = (int)i;  /* insertion: before the earlier moves of strictly lower prior only */
         for (; j > 0 && priors[order[j - 1]] < priors[i]; j--) order[j] = order[j - 1];
@@ -557,10 +575,92 @@ static PyObject *expand(PyObject *module, PyObject *args) {
                                                                count * (Py_ssize_t)sizeof *sorted_priors) : NULL;
     if (!prior_array) {
         Py_XDECREF(move_array);
-        return NULL;
+        return -1;
     }
     set_slot(node, SLOT_MOVES, move_array);
     set_slot(node, SLOT_PRIORS, prior_array);
+    return 0;
+}
+
+static PyObject *expand(PyObject *module, PyObject *args) {
+    PyObject *node, *codes, *policy;
+    if (!PyArg_ParseTuple(args, "OO!O!:expand", &node, &PyList_Type, &codes, &PyList_Type, &policy)) return NULL;
+    if (expand_node(node, codes, policy) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Add amount to the virtual loss of every node of a path (a list of bound nodes). */
+static int add_virtual(PyObject *path, long amount) {
+    if (!PyList_Check(path)) {
+        PyErr_SetString(PyExc_TypeError, "a path is a list of nodes");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(path); i++) {
+        PyObject *node = PyList_GET_ITEM(path, i);
+        long virtual_loss;
+        if (!node_type || Py_TYPE(node) != node_type) {
+            PyErr_SetString(PyExc_TypeError, "a path holds bound nodes only");
+            return -1;
+        }
+        if (slot_long(node, SLOT_VIRTUAL, &virtual_loss) < 0
+            || set_slot(node, SLOT_VIRTUAL, PyLong_FromLong(virtual_loss + amount)) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static PyObject *evaluation_name[4];  /* "value", "draw", "moves", "policy", interned */
+
+/* search.puct.PuctSearch._complete's work once the evaluations are back: every path loses its virtual loss, then
+ * each leaf is expanded (when unexpanded and room is true) with its evaluation's moves and policy and its value
+ * backed up, in the batch's order. */
+static PyObject *settle(PyObject *module, PyObject *args) {
+    PyObject *paths, *evaluations;
+    long virtual_loss;
+    int room;
+    if (!PyArg_ParseTuple(args, "O!O!lp:settle", &PyList_Type, &paths, &PyList_Type, &evaluations, &virtual_loss,
+                          &room))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(paths);
+    if (PyList_GET_SIZE(evaluations) != count)
+        return PyErr_Format(PyExc_ValueError, "settle() takes one evaluation per path");
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *path = PyList_GET_ITEM(paths, i);
+        if (!PyList_Check(path) || PyList_GET_SIZE(path) < 1)
+            return PyErr_Format(PyExc_TypeError, "settle() takes paths as non-empty lists of nodes");
+        if (add_virtual(path, -virtual_loss) < 0) return NULL;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *path = PyList_GET_ITEM(paths, i), *evaluation = PyList_GET_ITEM(evaluations, i);
+        PyObject *fields[4] = {NULL, NULL, NULL, NULL};
+        int status = 0;
+        for (int f = 0; f < 4 && status == 0; f++)
+            if (!(fields[f] = PyObject_GetAttr(evaluation, evaluation_name[f]))) status = -1;
+        double value = 0.0, draw = 0.0;
+        if (status == 0) {
+            value = PyFloat_AsDouble(fields[0]);
+            if (fields[1] != Py_None) draw = PyFloat_AsDouble(fields[1]);
+            if (PyErr_Occurred()) status = -1;
+        }
+        if (status == 0) {
+            /* the path was checked above; its leaf is a bound node */
+            PyObject *leaf = PyList_GET_ITEM(path, PyList_GET_SIZE(path) - 1);
+            PyObject *moves = slot(leaf, SLOT_MOVES);
+            if (!moves) status = -1;
+            else if (moves == Py_None && room) status = expand_node(leaf, fields[2], fields[3]);
+        }
+        if (status == 0) status = backup_path(path, value, draw);
+        for (int f = 0; f < 4; f++) Py_XDECREF(fields[f]);
+        if (status < 0) return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *add_virtual_loss(PyObject *module, PyObject *args) {
+    PyObject *path;
+    long amount;
+    if (!PyArg_ParseTuple(args, "O!l:add_virtual", &PyList_Type, &path, &amount)) return NULL;
+    if (add_virtual(path, amount) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -621,6 +721,12 @@ static PyMethodDef module_methods[] = {
     {"expand", expand, METH_VARARGS,
      "expand(node, codes, policy): node.moves and node.priors, the move codes sorted by prior as "
      "search.puct.PuctSearch._expand sorts them (ties in their order)."},
+    {"settle", settle, METH_VARARGS,
+     "settle(paths, evaluations, virtual_loss, room): a batch back from the evaluator: every path loses its "
+     "virtual loss, then in order each leaf is expanded with its evaluation's move codes and policy (when "
+     "unexpanded and room is true) and its value and draw backed up, as search.puct.PuctSearch._complete does."},
+    {"add_virtual", add_virtual_loss, METH_VARARGS,
+     "add_virtual(path, amount): amount added to the virtual loss of every node of the path."},
     {"select", select_path, METH_VARARGS,
      "select(root, full, cpuct, fpu_reduction, create): the path of nodes from root to the leaf PUCT selection "
      "reaches, as search.puct.PuctSearch._pick_child picks each child (the same arithmetic); create(node, index) "
@@ -641,6 +747,9 @@ PyMODINIT_FUNC PyInit__cpuct(void) {
     if (PyType_Ready(&PositionType) < 0 || PyType_Ready(&LeafType) < 0) return NULL;
     state_name = PyUnicode_InternFromString("state");
     if (!state_name) return NULL;
+    static const char *const evaluation_names[4] = {"value", "draw", "moves", "policy"};
+    for (int i = 0; i < 4; i++)
+        if (!(evaluation_name[i] = PyUnicode_InternFromString(evaluation_names[i]))) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (PyModule_AddIntConstant(m, "API_VERSION", API_VERSION) < 0) {

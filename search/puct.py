@@ -25,7 +25,8 @@ and finds a mate in one; the evaluator's ``prepare_leaf`` takes the cache key, t
 bitboards and policy slots from it, computed in C the way the Python computes them, so that both paths
 build the same tree. Evaluators that cannot take such a leaf (a history encoding, a plugin) keep the
 python-chess path, as do positions the compiled board refuses. Selection, expansion and backup run in C
-too (over these Python nodes, with the same arithmetic) wherever the module is loaded.
+too (over these Python nodes, with the same arithmetic) wherever the module is loaded; with compiled
+leaves a minibatch comes back in one C call (``settle``: virtual loss off, expansions and backups).
 
 Unvisited children get a first-play-urgency value below the parent's;
 positions decided by rule, by the tablebases or by a mate in one are scored
@@ -327,8 +328,7 @@ class PuctSearch(Search):
         """The root's compiled position and the keys of the game's positions before it within its fifty-move
         clock, when the leaves can be made in C (the compiled path is in use, the evaluator takes compiled leaves
         and the compiled board takes the position and its history); else None."""
-        takes_leaves = getattr(self.evaluator, "takes_leaves", None)
-        if _cpuct is None or takes_leaves is None or not takes_leaves() or type(board) is not chess.Board:
+        if _cpuct is None or not self.evaluator.takes_leaves() or type(board) is not chess.Board:
             return None
         back = min(board.halfmove_clock, len(board.move_stack), 100)  # a leaf with a clock of 100 is drawn anyway
         earlier = board.copy(stack=back)
@@ -438,8 +438,11 @@ class PuctSearch(Search):
         if request.evaluation is not None:  # known at once (a cache hit)
             self._settle(path, request.evaluation)
             return
-        for n in path:
-            n.virtual += self.virtual_loss
+        if _cpuct is not None:
+            _cpuct.add_virtual(path, self.virtual_loss)
+        else:
+            for n in path:
+                n.virtual += self.virtual_loss
         batch.paths.append(path)
         batch.requests.append(request)
 
@@ -472,7 +475,7 @@ class PuctSearch(Search):
         if terminal is not None:
             self._settle_terminal(path, terminal)
             return None
-        request = self.evaluator.prepare_leaf(leaf)  # type: ignore[attr-defined]
+        request = self.evaluator.prepare_leaf(leaf)
         node.state = leaf.state
         return request
 
@@ -533,6 +536,11 @@ class PuctSearch(Search):
         seconds = (time.monotonic() - batch.sent) / len(batch.requests)
         self.network_seconds += (seconds - self.network_seconds) / 4  # a moving average of recent batches
         paths, batch.paths = batch.paths, []
+        if self.compiled_tree:  # the leaves' moves are codes: the same updates in one C call
+            _cpuct.settle(paths, self.evaluator.finish(batch.requests), self.virtual_loss,  # type: ignore[union-attr]
+                          not self.tree_full())
+            self.nodes += len(paths)
+            return True
         for path in paths:
             for n in path:
                 n.virtual -= self.virtual_loss

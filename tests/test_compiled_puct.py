@@ -11,6 +11,7 @@ import pytest
 
 import search.puct as puct
 from engine.backends import apply_hash, build_evaluator, build_search
+from evaluators.base import Evaluation, EvaluatorWrapper
 from evaluators.encoding import unflipped_bitboards
 from evaluators.material import tactical_gains
 from evaluators.moves import move_to_index
@@ -176,3 +177,44 @@ def test_the_compiled_calls_refuse_bad_input():
     cpuct.expand(parent, [e4], [1.0])
     with pytest.raises(TypeError):
         cpuct.select(parent, False, 2.0, 0.3, lambda node, index: "not a node")
+    with pytest.raises(ValueError):
+        cpuct.settle([[parent]], [], 1, True)  # an evaluation per path
+    with pytest.raises(TypeError):
+        cpuct.settle([[parent, object()]], [Evaluation(0.0, 0.0, moves=[], policy=[])], 1, True)
+    with pytest.raises(AttributeError):
+        cpuct.settle([[Node(None, 1.0)]], [object()], 1, True)  # not an evaluation
+    with pytest.raises(ValueError):
+        cpuct.settle([[Node(None, 1.0)]], [Evaluation(0.0, 0.0, moves=[e4], policy=[])], 1, True)
+    with pytest.raises(TypeError):
+        cpuct.add_virtual([parent, "not a node"], 1)
+
+
+@pytest.mark.parametrize("tactical, material", [(0.5, 0.0), (0.0, 0.0), (0.5, 0.6)])
+def test_the_blend_mixes_a_batch_as_it_mixes_each_evaluation(tactical, material):
+    """The blend's one numpy pass over a network run gives each evaluation exactly as mixing it alone does."""
+    blend = network_search().evaluator.inner
+    network = blend.inner
+    blend.tactical_priors, blend.material_blend = tactical, material
+    boards = list(random_boards(40, seed=5))[::2]
+    requests = [blend.prepare(board, legal_moves(board)) for board in boards]
+    network.infer(requests, network.collate(requests))
+    assert blend._blend_run(requests, network.finish_priors) is not None  # the one pass applies
+    batched = blend.finish(requests)
+    alone = [blend.blend(request, evaluation) for request, evaluation in zip(requests, network.finish(requests))]
+    assert [(e.value, e.draw, e.moves, e.policy) for e in batched] == \
+        [(e.value, e.draw, e.moves, e.policy) for e in alone]
+    assert all(type(prior) is float for e in batched for prior in e.policy)
+
+
+class PreparesItself(EvaluatorWrapper):
+    """A wrapper that takes something from the board in ``prepare`` and has no ``prepare_leaf``."""
+
+    def prepare(self, board, moves):
+        return self.inner.prepare(board, moves)
+
+
+def test_only_evaluators_that_say_so_take_compiled_leaves():
+    network = build_evaluator("resnet", threads=1)
+    assert network.takes_leaves()  # cache(blend(resnet)) with planes18
+    assert not PreparesItself(network).takes_leaves()
+    assert not build_evaluator("material").takes_leaves()
