@@ -1,7 +1,6 @@
 /* PUCT's per-leaf work on the compiled board (see cpuct.h), function by function as the Python it mirrors. */
 #include "cpuct.h"
 
-#define BIT(square) ((cb_bitboard)1 << (square))
 #define FULL (~(cb_bitboard)0)
 #define RANK_1 0x00000000000000FFULL
 #define RANK_8 0xFF00000000000000ULL
@@ -9,14 +8,6 @@
 /* evaluators.material / hackmate_core.exchange */
 static const int PIECE_VALUES[7] = {0, 100, 320, 330, 500, 900, 0};
 static const double CHECK_BONUS_CP = 150.0;
-
-static int piece_type_at(const cb_position *p, int square) {
-    cb_bitboard mask = BIT(square);
-    if (!(p->pieces[0] & mask)) return 0;
-    for (int type = CB_PAWN; type <= CB_KING; type++)
-        if (p->pieces[type] & mask) return type;
-    return 0;
-}
 
 int cp_result(const cb_position *leaf, int legal_count) {
     if (!legal_count) return cb_checkers(leaf) ? CB_CHECKMATED : CB_DRAWN;
@@ -50,22 +41,22 @@ int cp_mate_in_one(const cb_position *p, const cb_move *moves, int count) {
 /* chess.Board.is_en_passant */
 static int is_en_passant(const cb_position *p, cb_move move) {
     int from = CB_FROM(move), to = CB_TO(move), difference = to > from ? to - from : from - to;
-    return p->ep_square == to && (p->pieces[CB_PAWN] & BIT(from)) && (difference == 7 || difference == 9)
-           && !(p->pieces[0] & BIT(to));
+    return p->ep_square == to && (p->pieces[CB_PAWN] & CB_BIT(from)) && (difference == 7 || difference == 9)
+           && !(p->pieces[0] & CB_BIT(to));
 }
 
 void cp_tactical_gains(const cb_position *p, const cb_move *moves, int count, double *gains) {
     cb_bitboard theirs = p->colors[!p->turn];
-    cb_bitboard targets = theirs | (p->ep_square >= 0 ? BIT(p->ep_square) : 0);
+    cb_bitboard targets = theirs | (p->ep_square >= 0 ? CB_BIT(p->ep_square) : 0);
     for (int i = 0; i < count; i++) {
         cb_move move = moves[i];
         int to = CB_TO(move), promotion = CB_PROMOTION(move);
         gains[i] = cb_gives_check(p, move) ? CHECK_BONUS_CP : 0.0;
-        if (!(BIT(to) & targets) && !promotion) continue;
+        if (!(CB_BIT(to) & targets) && !promotion) continue;
         /* the same operations in the same order as the Python (an int and a double make a double) */
-        if (BIT(to) & theirs) {
-            int taken = PIECE_VALUES[piece_type_at(p, to)];
-            gains[i] += (double)taken - (double)PIECE_VALUES[piece_type_at(p, CB_FROM(move))] / 10.0;
+        if (CB_BIT(to) & theirs) {
+            int taken = PIECE_VALUES[cb_piece_type_at(p, to)];
+            gains[i] += (double)taken - (double)PIECE_VALUES[cb_piece_type_at(p, CB_FROM(move))] / 10.0;
         } else if (to == p->ep_square && is_en_passant(p, move)) {
             gains[i] += (double)PIECE_VALUES[CB_PAWN] * 0.9;
         }
@@ -100,7 +91,7 @@ void cp_planes18(const cb_position *p, const cb_move *moves, int count, uint64_t
     if (p->ep_square >= 0) {  /* chess.Board.has_legal_en_passant, from the legal moves at hand */
         for (int i = 0; i < count; i++) {
             if (is_en_passant(p, moves[i])) {
-                out[16] = BIT(p->ep_square);
+                out[16] = CB_BIT(p->ep_square);
                 break;
             }
         }
@@ -115,9 +106,9 @@ static int sign(int x) { return (x > 0) - (x < 0); }
 
 int cp_policy_slot(const cb_position *p, cb_move move) {
     int from = CB_FROM(move), to = CB_TO(move), promotion = CB_PROMOTION(move);
-    if (p->chess960 && (p->pieces[CB_KING] & BIT(from))) {  /* resnet's _policy_move */
+    if (p->chess960 && (p->pieces[CB_KING] & CB_BIT(from))) {  /* resnet's _policy_move */
         int files = (from & 7) - (to & 7);
-        if (files > 1 || files < -1 || (p->pieces[CB_ROOK] & p->colors[p->turn] & BIT(to))) {
+        if (files > 1 || files < -1 || (p->pieces[CB_ROOK] & p->colors[p->turn] & CB_BIT(to))) {
             int king_to = (from & ~7) + (to > from ? 6 : 2);
             if (king_to != from) to = king_to;
         }
