@@ -138,3 +138,16 @@ def driver():
     yield start
     for engine in started:
         engine.close()
+
+
+def lines_until_bestmove(process: subprocess.Popen, commands: str) -> list[str]:
+    """Send ``commands`` to an engine process and read its lines, stripped, up to and including `bestmove`."""
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(commands)
+    process.stdin.flush()
+    lines = []
+    for line in process.stdout:
+        lines.append(line.strip())
+        if line.startswith("bestmove"):
+            break
+    return lines

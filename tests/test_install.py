@@ -24,6 +24,7 @@ import chess
 import pytest
 
 from engine.backends import registry
+from tests.conftest import lines_until_bestmove
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The repository's package folders (tools/ included: the wheel leaves it out by its configuration, not by its absence).
@@ -109,18 +110,11 @@ def test_the_hackmate_console_script_plays_with_the_network(installed, tmp_path)
     watchdog = threading.Timer(60, process.kill)
     watchdog.start()
     try:
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.write("uci\nisready\nposition startpos\ngo nodes 50\n")
-        process.stdin.flush()
-        lines = []
-        for line in process.stdout:
-            lines.append(line.strip())
-            if line.startswith("bestmove"):
-                break
+        lines = lines_until_bestmove(process, "uci\nisready\nposition startpos\ngo nodes 50\n")
         output = "\n".join(lines)
         assert lines and lines[-1].startswith("bestmove"), output
-        process.stdin.write("quit\n")
-        process.stdin.flush()
+        process.stdin.write("quit\n")  # type: ignore[union-attr]
+        process.stdin.flush()  # type: ignore[union-attr]
         assert process.wait(timeout=30) == 0
     finally:
         watchdog.cancel()

@@ -24,6 +24,7 @@ from engine.options import DEFAULT_THREADS, ENGINE_OPTIONS, TABLE_HEADER
 from evaluators.base import LoadError, unwrap
 from evaluators.comparator import ComparatorEvaluator
 from search.base import SearchControl
+from tests.conftest import lines_until_bestmove
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = "tests.fixtures.plugins"
@@ -215,16 +216,9 @@ def test_a_plugin_package_installed_beside_hackmate_plays_and_a_broken_one_is_re
     process = subprocess.Popen([sys.executable, "-m", "engine", "--eval", "mobility"], cwd=tmp_path, text=True,
                                env=environment, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.write(commands)
-        process.stdin.flush()
-        lines = []
-        for line in process.stdout:
-            lines.append(line.strip())
-            if line.startswith("bestmove"):
-                break
-        process.stdin.write("quit\n")
-        process.stdin.flush()
+        lines = lines_until_bestmove(process, commands)
+        process.stdin.write("quit\n")  # type: ignore[union-attr]
+        process.stdin.flush()  # type: ignore[union-attr]
         assert process.wait(timeout=30) == 0
         errors = process.stderr.read()
     finally:
