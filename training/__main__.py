@@ -15,7 +15,7 @@ from hackmate_core.uci_engines import engine_command as _engine_command
 from training.config_cli import SEED, options_from
 from training.configs import (AlphaZeroConfig, DeepChessConfig, DistilConfig, DQNConfig, LabelConfig, PPOConfig,
                               TrainConfig)
-from training.corpus import corpus_command
+from training.corpus import CorpusConfig, corpus_command
 from training.errors import clear_errors
 from training.readable import figures_text
 from training.shards import DEFAULT_TEMPERATURE
@@ -187,6 +187,48 @@ def evaluate_engine_command(test: Path, engine: str, nodes: int, multipv: int, p
     with clear_errors():
         figures = evaluate_engine(engine, nodes, multipv, test, positions, seed)
     _print_figures(figures, out)
+
+
+@cli.command("agreement")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--engine", "command", default="",
+              help="UCI engine command line (default: this engine, run by the Python that runs this command).")
+@click.option("--option", "options", multiple=True, metavar="NAME=VALUE",
+              help="A UCI option of the engine (repeatable), over the defaults TacticalPriors=0 and MaterialBlend=0.")
+@click.option("--weights", help="The engine's Weights option: a network file, or a shipped file's name.")
+@click.option("--from-ply", default=16, show_default=True, type=click.IntRange(min=0),
+              help="Positions from this ply of each game on.")
+@click.option("--count", default=3000, show_default=True, type=click.IntRange(min=0),
+              help="Positions sampled (0: every eligible one).")
+@click.option("--seed", default=SEED, show_default=True, help="Seed of the sample.")
+@click.option("--validation-period", default=CorpusConfig.validation_period, show_default=True,
+              type=click.IntRange(min=2),
+              help="The corpus's validation split: games whose identity (a hash of the moves) is a multiple of this.")
+@click.option("--all-games", is_flag=True, help="Take every game, not only the corpus's validation split.")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+def agreement_command(files: tuple[Path, ...], command: str, options: tuple[str, ...], weights: Optional[str],
+                      from_ply: int, count: int, seed: int, validation_period: int, all_games: bool,
+                      as_json: bool) -> None:
+    """How often the engine's move at `go nodes 1` is Stockfish's, on Stockfish's moves ([%eval]) from --from-ply
+    on in games of PGN files (plain or .xz/.gz/.bz2), by default only those of the corpus's validation split,
+    which no training run on the corpus saw. Engine failures count as disagreements and are named."""
+    from training.agreement import ask_engine, figures, headline, parse_options, select_positions
+    try:
+        engine_options = parse_options(options)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--option") from None
+    if weights:
+        engine_options["Weights"] = weights
+    command = _engine_command(command or f"{shlex.quote(sys.executable)} -m engine")
+    period = None if all_games else validation_period
+    with clear_errors():
+        selection = select_positions(files, from_ply, count, seed, period, progress=True)
+        counts = ask_engine(selection, command, engine_options, progress=True)
+    settings = {"engine": command, "options": engine_options, "limit": "go nodes 1", "files": [str(f) for f in files],
+                "games": "all" if all_games else f"validation split, 1 in {validation_period}",
+                "from_ply": from_ply, "count": count, "seed": seed}
+    result = figures(selection, counts, settings)
+    click.echo(json.dumps(result, indent=1) if as_json else f"{headline(result)}\n{figures_text(result)}")
 
 
 @cli.command("label")
