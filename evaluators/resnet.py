@@ -243,10 +243,10 @@ class ResNetEvaluator(Evaluator):
 
     def prepare_leaf(self, leaf: Any) -> Request:
         """:meth:`prepare` of a compiled PUCT leaf (hackmate_core._cpuct.Leaf): the same bitboards and slots,
-        computed in C; :meth:`collate` and :meth:`finish` treat both requests alike."""
+        computed in C, the bitboards already unpacked into planes (bytes); :meth:`finish` treats both requests
+        alike."""
         request = Request(leaf.moves)
-        request.bitboards = leaf.bitboards  # type: ignore[attr-defined]
-        request.black = leaf.black  # type: ignore[attr-defined]
+        request.binary = leaf.planes  # type: ignore[attr-defined]
         request.rule50 = leaf.rule50  # type: ignore[attr-defined]
         request.slots = leaf.slots  # type: ignore[attr-defined]
         return request
@@ -255,12 +255,15 @@ class ResNetEvaluator(Evaluator):
         """The planes of a batch of prepared requests (None for an empty batch)."""
         if not requests:
             return None
-        black = np.array([r.black for r in requests])  # type: ignore[attr-defined]
-        if self.encoding.history == 1:
+        if self.encoding.history > 1:
+            binary = np.stack([r.planes for r in requests])  # type: ignore[attr-defined]
+        elif hasattr(requests[0], "binary"):  # compiled leaves (a batch is one search's, all of one kind)
+            binary = np.frombuffer(b"".join([r.binary for r in requests]),  # type: ignore[attr-defined]
+                                   dtype=bool).reshape(len(requests), -1, 8, 8)
+        else:
+            black = np.array([r.black for r in requests])  # type: ignore[attr-defined]
             binary = unpack_unflipped(np.array([r.bitboards for r in requests], dtype=np.uint64),  # type: ignore
                                       black)
-        else:
-            binary = np.stack([r.planes for r in requests])  # type: ignore[attr-defined]
         rule50 = np.array([min(255, r.rule50) for r in requests], dtype=np.uint8)  # type: ignore[attr-defined]
         return assemble(binary, rule50)
 

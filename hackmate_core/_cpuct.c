@@ -16,7 +16,7 @@
 #include "cpuct.h"
 
 /* Raised when the module's Python API changes, so that search.puct refuses a stale build. */
-#define API_VERSION 2
+#define API_VERSION 3
 
 typedef struct {
     PyObject_HEAD
@@ -267,6 +267,21 @@ static PyObject *Leaf_get_bitboards(LeafObject *self, void *unused) {
     return tuple;
 }
 
+/* The binary planes as the network takes them, one byte (0 or 1) a square: square s of plane p at p * 64 + s,
+ * mirrored vertically (s ^ 56) when Black is to move, as evaluators.encoding.unpack_unflipped makes them. */
+static PyObject *Leaf_get_planes(LeafObject *self, void *unused) {
+    uint64_t bitboards[CP_PLANES18];
+    cp_planes18(&self->position, self->legal, self->count, bitboards);
+    PyObject *bytes = PyBytes_FromStringAndSize(NULL, CP_PLANES18 * 64);
+    if (!bytes) return NULL;
+    char *out = PyBytes_AS_STRING(bytes);
+    int flip = self->position.turn == CB_BLACK ? 56 : 0;
+    for (int plane = 0; plane < CP_PLANES18; plane++)
+        for (int square = 0; square < 64; square++)
+            out[plane * 64 + square] = (char)((bitboards[plane] >> (square ^ flip)) & 1);
+    return bytes;
+}
+
 static PyObject *Leaf_get_slots(LeafObject *self, void *unused) {
     PyObject *list = PyList_New(self->count);
     if (!list) return NULL;
@@ -350,6 +365,8 @@ static PyGetSetDef Leaf_getset[] = {
     {"gains", (getter)Leaf_get_gains, NULL, "evaluators.material.tactical_gains of the legal moves (checks "
      "included).", NULL},
     {"bitboards", (getter)Leaf_get_bitboards, NULL, "evaluators.encoding.unflipped_bitboards (17 integers).", NULL},
+    {"planes", (getter)Leaf_get_planes, NULL, "the 17 binary planes as bytes, flipped for Black (17 x 64, one "
+     "byte a square).", NULL},
     {"slots", (getter)Leaf_get_slots, NULL, "the network's policy slot of each legal move.", NULL},
     {"black", (getter)Leaf_get_black, NULL, "True when Black is to move.", NULL},
     {"rule50", (getter)Leaf_get_rule50, NULL, "the halfmove clock.", NULL},

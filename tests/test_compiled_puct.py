@@ -7,12 +7,13 @@ from __future__ import annotations
 import random
 
 import chess
+import numpy as np
 import pytest
 
 import search.puct as puct
 from engine.backends import apply_hash, build_evaluator, build_search
 from evaluators.base import Evaluation, EvaluatorWrapper
-from evaluators.encoding import unflipped_bitboards
+from evaluators.encoding import unflipped_bitboards, unpack_unflipped
 from evaluators.material import tactical_gains
 from evaluators.moves import move_to_index
 from evaluators.resnet import _policy_move
@@ -68,6 +69,9 @@ def test_a_leaf_agrees_with_the_python_rules_and_heuristics():
         assert leaf.mate_in_one == (mate_in_one(board, moves) is not None)
         assert leaf.gains == tactical_gains(board, moves, checking_moves(board, moves))[0]  # exactly
         assert leaf.bitboards == tuple(unflipped_bitboards(board))
+        black = np.array([board.turn == chess.BLACK])
+        planes = unpack_unflipped(np.array([unflipped_bitboards(board)], dtype=np.uint64), black)
+        assert leaf.planes == planes.astype(np.uint8).tobytes()  # what collate unpacks, one byte a square
         assert leaf.slots == [move_to_index(_policy_move(board, move), board.turn) for move in moves]
         assert (leaf.black, leaf.rule50) == (board.turn == chess.BLACK, board.halfmove_clock)
         assert leaf.board().fen() == board.fen()
