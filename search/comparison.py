@@ -16,21 +16,28 @@ prefers most to their parent (MoveOrdering: one batched comparison per node),
 one more ply when the side to move is in check (CheckExtension), late quiet
 moves a ply shallower unless that finds a better leaf (LateMoveReductions),
 and captures resolved before a leaf is judged (Quiescence).
+
+The comparator reads a python-chess board, which the search therefore
+pushes; where the compiled board is built (hackmate_core.compiled) a copy of
+it follows the same moves and answers the rules instead: legal moves, checks
+and the end of the game, a fifth of the search's time when python-chess
+answered them (docs/compiled-core.md).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Hashable, Optional, Sequence
+from typing import Any, Callable, Hashable, Iterable, Optional
 
 import chess
 import numpy as np
 
 from evaluators.base import Comparator
+from hackmate_core import compiled
 from hackmate_core.boards import transposition_key
 from hackmate_core.lru import LruCache
 from hackmate_core.options import Option
 from hackmate_core.exchange import keeps_material, mvv_lva
-from hackmate_core.rules import game_result, legal_moves
+from hackmate_core.rules import PLAIN_MOVES, game_result, legal_moves
 from hackmate_core.score import mated_score, mating_score, q_to_cp, q_to_wdl, score_wdl, tablebase_score
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
 from search.stoppers import Progress
@@ -46,6 +53,9 @@ REDUCTION_MIN_DEPTH = 3
 ORDERINGS = ("captures+comparator", "comparator", "captures")
 #: Rough memory of one best-move table entry (an OrderedDict slot, its key: a tuple of bitboards, a move).
 BEST_MOVE_BYTES = 500
+
+#: Move codes of the compiled board below this one are moves without promotion (``PLAIN_MOVES[code]``).
+PROMOTION_CODES = 1 << 12
 
 #: A child searched with these bounds (alpha_pos, beta_pos) and remaining depth.
 ChildSearch = Callable[["Leaf", "Leaf", Optional[np.ndarray], int], "Leaf"]
@@ -103,6 +113,8 @@ class ComparisonSearch(Search):
         self.best_moves = LruCache(self.hash_mb, BEST_MOVE_BYTES)
         #: The root moves the search may play (searchmoves, tablebases), None for all.
         self.root_allowed: Optional[set[chess.Move]] = None
+        #: The compiled board following the searched python-chess board, None on the pure-Python path.
+        self.cboard: Any = None
 
     def set_hash(self, megabytes: float) -> None:
         super().set_hash(megabytes)
@@ -150,6 +162,14 @@ class ComparisonSearch(Search):
 
     def search(self, board: chess.Board, control: SearchControl, report: Reporter) -> SearchResult:
         board = board.copy()
+        self.cboard = self._compiled_board(board)
+        try:
+            return self._deepen(board, control, report)
+        finally:
+            self.cboard = None  # it followed this search's board only
+
+    def _deepen(self, board: chess.Board, control: SearchControl, report: Reporter) -> SearchResult:
+        """Iterative deepening from ``board``, the search's own copy."""
         self.control = control
         self.nodes = 0
         self.comparator.reset(chess.Board())
@@ -184,6 +204,17 @@ class ComparisonSearch(Search):
             return SearchResult(moves[0])
         return SearchResult(best.pv[0], best.pv[1] if len(best.pv) > 1 else None)
 
+    @staticmethod
+    def _compiled_board(board: chess.Board) -> Any:
+        """The compiled copy of ``board`` with its history (repetitions), or None where it is not built or the
+        position is one it does not take."""
+        if compiled.cboard is None:
+            return None
+        try:
+            return compiled.cboard.Board.from_board(board)
+        except ValueError:
+            return None
+
     def _report(self, report: Reporter, depth: int, leaf: Leaf, board: chess.Board, root: np.ndarray) -> None:
         white = board.turn == chess.WHITE
         if leaf.mate_ply:
@@ -206,11 +237,38 @@ class ComparisonSearch(Search):
 
     # -------------------------------------------------------------- search
 
-    def _terminal(self, board: chess.Board, ply: int, moves: Sequence[chess.Move]) -> Optional[Leaf]:
-        """A mate, a draw by rule or a tablebase result; at the root only the end of the game counts."""
-        if moves and ply == 0:
+    def _legal_moves(self, board: chess.Board) -> list[chess.Move]:
+        """The legal moves in python-chess's order."""
+        if self.cboard is None:
+            return legal_moves(board)
+        return [PLAIN_MOVES[code] if code < PROMOTION_CODES else compiled.code_move(code)
+                for code in self.cboard.legal_moves()]
+
+    def _in_check(self, board: chess.Board) -> bool:
+        """Whether the side to move is in check."""
+        return board.is_check() if self.cboard is None else self.cboard.is_check()
+
+    def _push(self, board: chess.Board, move: chess.Move) -> None:
+        self.comparator.push(board, move)
+        if self.cboard is not None:
+            self.cboard.push(compiled.move_code(move))
+
+    def _pop(self, board: chess.Board) -> None:
+        self.comparator.pop(board)
+        if self.cboard is not None:
+            self.cboard.pop()
+
+    def _terminal(self, board: chess.Board, ply: int, moves: Optional[list[chess.Move]]) -> Optional[Leaf]:
+        """A mate, a draw by rule or a tablebase result; at the root only the end of the game counts.
+
+        ``moves`` are the legal moves, or None at a leaf, which needs only to know whether one exists.
+        """
+        if ply == 0 and moves:
             return None
-        result = game_result(board, moves, ply)
+        if self.cboard is not None:
+            result = self.cboard.result(ply)
+        else:
+            result = game_result(board, moves if moves is not None else board.legal_moves, ply)  # type: ignore
         if result is not None:
             return Leaf(None, mate_ply=ply if board.turn == chess.BLACK else -ply) if result < 0 else \
                 Leaf(None, draw=True)
@@ -235,20 +293,19 @@ class ComparisonSearch(Search):
         """The best leaf for the side to move; ``features`` are the position's, when the parent has them."""
         self._count_node(ply)
         if depth <= 0 or ply >= MAX_PLY:
-            # the generator finds out lazily whether any move exists: a leaf needs its moves only in check
-            terminal = self._terminal(board, ply, board.legal_moves)  # type: ignore[arg-type]
+            terminal = self._terminal(board, ply, None)  # a leaf asks only whether a move exists
             if terminal is not None:
                 return terminal
             if self.quiescence and ply < MAX_PLY:
                 return self._quiescence(board, ply, 0, alpha, beta, features)
             return Leaf(features if features is not None else self.comparator.features(board))
-        moves = legal_moves(board)
+        moves = self._legal_moves(board)
         if ply == 0 and self.root_allowed is not None:
             moves = [move for move in moves if move in self.root_allowed]
         terminal = self._terminal(board, ply, moves)
         if terminal is not None:
             return terminal
-        in_check = board.is_check()
+        in_check = self._in_check(board)
         if in_check and self.check_extension and ply > 0 and ply + depth < 2 * self.iteration_depth:
             depth += 1
         key = transposition_key(board)  # exact: hash() would merge positions (evaluators/cache.py)
@@ -304,8 +361,8 @@ class ComparisonSearch(Search):
         if qply > 0:
             self._count_node(ply)
         child: ChildSearch = lambda a, b, f, d: self._quiescence(board, ply + 1, qply + 1, a, b)  # noqa: E731
-        if board.is_check():
-            moves = list(board.legal_moves)
+        if self._in_check(board):
+            moves = self._legal_moves(board)
             if not moves:
                 return Leaf(None, mate_ply=ply if board.turn == chess.BLACK else -ply)
             if qply >= MAX_QUIESCENCE_PLIES or ply >= MAX_PLY:
@@ -322,11 +379,23 @@ class ComparisonSearch(Search):
                 return stand_pat  # cut before the captures are even generated
         return self._expand(board, self._promising_captures(board), None, alpha, beta, stand_pat, False, 0, child)
 
-    @staticmethod
-    def _promising_captures(board: chess.Board) -> list[chess.Move]:
+    def _promising_captures(self, board: chess.Board) -> list[chess.Move]:
         """Captures that do not lose material by static exchange, most valuable victim first."""
-        promising = [move for move in board.generate_legal_captures() if keeps_material(board, move)]
+        promising = [move for move in self._legal_captures(board) if keeps_material(board, move)]
         return sorted(promising, key=lambda m: mvv_lva(board, m), reverse=True)
+
+    def _legal_captures(self, board: chess.Board) -> Iterable[chess.Move]:
+        """``board.generate_legal_captures()``: the same moves in the same order, the side to move not in check.
+
+        The compiled board's legal moves keep python-chess's order, captures included, and a pawn's legal
+        move to the en-passant square can only be the capture.
+        """
+        if self.cboard is None:
+            return board.generate_legal_captures()
+        them, pawns, en_passant = board.occupied_co[not board.turn], board.pawns, board.ep_square
+        return [PLAIN_MOVES[code] if code < PROMOTION_CODES else compiled.code_move(code)
+                for code in self.cboard.legal_moves()
+                if them >> (code >> 6 & 63) & 1 or (code >> 6 & 63) == en_passant and pawns >> (code & 63) & 1]
 
     def _expand(self, board: chess.Board, moves: list[chess.Move], child_features: Optional[list[np.ndarray]],
                 alpha: Leaf, beta: Leaf, best: Optional[Leaf], reducible: bool, depth: int,
@@ -345,9 +414,9 @@ class ComparisonSearch(Search):
             features = child_features[index] if child_features is not None else None
             reduce = (reducible and index >= FULL_DEPTH_MOVES and move.promotion is None
                       and not board.is_capture(move))
-            self.comparator.push(board, move)
+            self._push(board, move)
             try:
-                if reduce and board.is_check():
+                if reduce and self._in_check(board):
                     reduce = False
                 leaf = child(alpha, beta, features, depth - 1 - reduce)
                 improves = best is None or self._better(white, leaf, best)
@@ -355,7 +424,7 @@ class ComparisonSearch(Search):
                     leaf = child(alpha, beta, features, depth - 1)
                     improves = best is None or self._better(white, leaf, best)
             finally:
-                self.comparator.pop(board)
+                self._pop(board)
             if not improves:
                 continue
             best = leaf.after(move)

@@ -15,6 +15,7 @@ from engine.backends import build_evaluator
 from evaluators.base import unwrap
 from search.base import SearchControl
 from search.comparison import ComparisonSearch
+from hackmate_core import compiled
 from hackmate_core.boards import transposition_key
 from tests.test_comparison_quiescence import POISONED, MaterialComparator
 from tests.test_search import MATE_IN_ONE, MATE_IN_TWO
@@ -154,3 +155,61 @@ def test_a_stopped_iteration_plays_the_move_that_beat_the_last_choice():
     result = search.search(chess.Board(POISONED), SearchControl(max_nodes=48), infos.append)
     assert [info.depth for info in infos] == [1, 2] and infos[0].pv[0].uci() == "d2d5"
     assert result.best_move.uci() != "d2d5" and result.best_move == infos[-1].pv[0]
+
+
+# Positions whose rules the compiled board must answer as python-chess does: en passant (a legal one and one that
+# would expose the king), promotions with and without capture, castling, a draw by repetition in the game's history.
+RULES_POSITIONS = (
+    ("rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3", ()),
+    ("8/8/8/K2pP2r/8/8/8/7k w - d6 0 2", ()),
+    ("r1b1k2r/1P4P1/8/8/8/8/1p4p1/R1B1K2R w KQkq - 0 1", ()),
+    ("r1b1k2r/1P4P1/8/8/8/8/1p4p1/R1B1K2R b KQkq - 0 1", ()),
+    (chess.STARTING_FEN, ("g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1")),
+    (SMOTHERED, ()),
+    (PROMOTE_OR_TAKE, ()),
+)
+
+
+def rules_board(fen: str, moves: tuple[str, ...]) -> chess.Board:
+    board = chess.Board(fen)
+    for uci in moves:
+        board.push_uci(uci)
+    return board
+
+
+@pytest.mark.skipif(compiled.cboard is None, reason="the compiled board is not in use")
+@pytest.mark.parametrize("fen, moves", RULES_POSITIONS)
+def test_compiled_moves_and_captures_are_python_chess_s(fen, moves):
+    board = rules_board(fen, moves)
+    search = ComparisonSearch(MaterialComparator())
+    search.cboard = compiled.cboard.Board.from_board(board)
+    assert search._legal_moves(board) == list(board.generate_legal_moves())
+    if not board.is_check():
+        assert search._legal_captures(board) == list(board.generate_legal_captures())
+
+
+@pytest.mark.skipif(compiled.cboard is None, reason="the compiled board is not in use")
+@pytest.mark.parametrize("fen, moves", RULES_POSITIONS)
+def test_compiled_and_pure_paths_search_alike(network, monkeypatch, fen, moves):
+    def lines() -> list[tuple]:
+        network.new_game()
+        search = ComparisonSearch(network)
+        infos = []
+        result = search.search(rules_board(fen, moves), SearchControl(max_nodes=300), infos.append)
+        return [result.best_move, search.nodes] + [(i.depth, i.seldepth, i.nodes, i.score, i.pv) for i in infos]
+
+    compiled_lines = lines()
+    monkeypatch.setattr(compiled, "cboard", None)
+    assert lines() == compiled_lines
+
+
+@pytest.mark.parametrize("use_compiled", [True, False] if compiled.cboard is not None else [False])
+def test_a_repetition_inside_the_tree_is_a_draw_and_one_before_the_root_is_not(use_compiled):
+    board = chess.Board()
+    search = ComparisonSearch(MaterialComparator())
+    search.comparator.reset(board)
+    search.cboard = compiled.cboard.Board.from_board(board) if use_compiled else None
+    for uci in ("g1f3", "g8f6", "f3g1", "f6g8"):
+        search._push(board, chess.Move.from_uci(uci))
+    assert search._terminal(board, 4, None).draw  # the root's position again, four plies into the tree
+    assert search._terminal(board, 1, None) is None  # as if only the last move were the tree's: seen once before
