@@ -59,18 +59,11 @@ def tactical_gains(board: chess.Board, moves: Sequence[chess.Move], checks: Sequ
 
 
 def gain_softmax(gains: Sequence[float]) -> list[float]:
-    """Heuristic priors: a softmax of the gains at ``PRIOR_TEMPERATURE_CP``.
-
-    A position's gains take a few distinct values (most moves gain nothing), so
-    the exponential and the division are made once per distinct value: the same
-    operations on the same operands, hence the same floats, and the sum still
-    runs over every move in order.
-    """
+    """Heuristic priors: a softmax of the gains at ``PRIOR_TEMPERATURE_CP``."""
     top = max(gains, default=0.0)
-    weight_of = {gain: math.exp((gain - top) / PRIOR_TEMPERATURE_CP) for gain in set(gains)}
-    total = sum(map(weight_of.__getitem__, gains)) or 1.0
-    prior_of = {gain: weight / total for gain, weight in weight_of.items()}
-    return list(map(prior_of.__getitem__, gains))
+    weights = [math.exp((gain - top) / PRIOR_TEMPERATURE_CP) for gain in gains]
+    total = sum(weights) or 1.0
+    return [weight / total for weight in weights]
 
 
 class MaterialEvaluator(Evaluator):
