@@ -27,7 +27,8 @@ import numpy as np
 
 from evaluators.base import (Evaluation, Evaluator, EvaluatorWrapper, MoveLists, Request, evaluate_in_stages,
                              value_centipawns)
-from evaluators.material import MaterialEvaluator, gain_softmax, quiescence_cp, tactical_gains
+from evaluators.material import (PRIOR_TEMPERATURE_CP, MaterialEvaluator, gain_softmax, normalised, quiescence_cp,
+                                 tactical_gains)
 from hackmate_core.options import Option
 from hackmate_core.exchange import see
 from hackmate_core.rules import checking_moves
@@ -84,7 +85,8 @@ class BlendedEvaluator(EvaluatorWrapper):
             request.blend = self._heuristics(board, list(board.legal_moves))  # type: ignore[attr-defined]
         else:
             tactical = self.tactical_priors
-            heuristic = gain_softmax(leaf.gains) if tactical and request.moves else None
+            heuristic = (normalised(leaf.gain_weights(PRIOR_TEMPERATURE_CP)) if tactical and request.moves
+                         else None)  # gain_softmax of leaf.gains, the exponentials made in C
             request.blend = tactical, 0.0, heuristic, 0.0  # type: ignore[attr-defined]
         return request
 

@@ -61,7 +61,12 @@ def tactical_gains(board: chess.Board, moves: Sequence[chess.Move], checks: Sequ
 def gain_softmax(gains: Sequence[float]) -> list[float]:
     """Heuristic priors: a softmax of the gains at ``PRIOR_TEMPERATURE_CP``."""
     top = max(gains, default=0.0)
-    weights = [math.exp((gain - top) / PRIOR_TEMPERATURE_CP) for gain in gains]
+    return normalised([math.exp((gain - top) / PRIOR_TEMPERATURE_CP) for gain in gains])
+
+
+def normalised(weights: Sequence[float]) -> list[float]:
+    """:func:`gain_softmax`'s last step, also taken by weights a compiled leaf computes (``Leaf.gain_weights``): the
+    weights over their sum (Python's ``sum``, whose rounding may change between Python versions, stays here)."""
     total = sum(weights) or 1.0
     return [weight / total for weight in weights]
 

@@ -16,7 +16,7 @@
 #include "cpuct.h"
 
 /* Raised when the module's Python API changes, so that search.puct refuses a stale build. */
-#define API_VERSION 3
+#define API_VERSION 4
 
 typedef struct {
     PyObject_HEAD
@@ -235,13 +235,11 @@ static PyObject *Leaf_get_cache_key(LeafObject *self, void *unused) {
     return Py_BuildValue("(Ki)", (unsigned long long)self->position.key, clock);
 }
 
-static PyObject *Leaf_get_gains(LeafObject *self, void *unused) {
-    double gains[CB_MAX_MOVES];
-    cp_tactical_gains(&self->position, self->legal, self->count, gains);
-    PyObject *list = PyList_New(self->count);
+static PyObject *double_list(const double *values, int count) {
+    PyObject *list = PyList_New(count);
     if (!list) return NULL;
-    for (int i = 0; i < self->count; i++) {
-        PyObject *item = PyFloat_FromDouble(gains[i]);
+    for (int i = 0; i < count; i++) {
+        PyObject *item = PyFloat_FromDouble(values[i]);
         if (!item) {
             Py_DECREF(list);
             return NULL;
@@ -249,6 +247,21 @@ static PyObject *Leaf_get_gains(LeafObject *self, void *unused) {
         PyList_SET_ITEM(list, i, item);
     }
     return list;
+}
+
+static PyObject *Leaf_get_gains(LeafObject *self, void *unused) {
+    double gains[CB_MAX_MOVES];
+    cp_tactical_gains(&self->position, self->legal, self->count, gains);
+    return double_list(gains, self->count);
+}
+
+static PyObject *Leaf_gain_weights(LeafObject *self, PyObject *temperature) {
+    double divisor = PyFloat_AsDouble(temperature);
+    if (divisor == -1.0 && PyErr_Occurred()) return NULL;
+    double gains[CB_MAX_MOVES], weights[CB_MAX_MOVES];
+    cp_tactical_gains(&self->position, self->legal, self->count, gains);
+    cp_gain_weights(gains, self->count, divisor, weights);
+    return double_list(weights, self->count);
 }
 
 static PyObject *Leaf_get_bitboards(LeafObject *self, void *unused) {
@@ -349,6 +362,9 @@ static PyObject *Leaf_board(LeafObject *self, PyObject *unused) {
 }
 
 static PyMethodDef Leaf_methods[] = {
+    {"gain_weights", (PyCFunction)Leaf_gain_weights, METH_O,
+     "gain_weights(temperature): evaluators.material.gain_softmax's weights of the gains before the "
+     "normalisation (exp((gain - top) / temperature)), the same floats."},
     {"board", (PyCFunction)Leaf_board, METH_NOARGS,
      "board(): the leaf's position as a chess.Board without history (tablebases, the material blend)."},
     {NULL, NULL, 0, NULL},

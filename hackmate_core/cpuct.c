@@ -1,6 +1,8 @@
 /* PUCT's per-leaf work on the compiled board (see cpuct.h), function by function as the Python it mirrors. */
 #include "cpuct.h"
 
+#include <math.h>
+
 #define FULL (~(cb_bitboard)0)
 #define RANK_1 0x00000000000000FFULL
 #define RANK_8 0xFF00000000000000ULL
@@ -43,6 +45,13 @@ static int is_en_passant(const cb_position *p, cb_move move) {
     int from = CB_FROM(move), to = CB_TO(move), difference = to > from ? to - from : from - to;
     return p->ep_square == to && (p->pieces[CB_PAWN] & CB_BIT(from)) && (difference == 7 || difference == 9)
            && !(p->pieces[0] & CB_BIT(to));
+}
+
+void cp_gain_weights(const double *gains, int count, double temperature, double *weights) {
+    double top = count ? gains[0] : 0.0;
+    for (int i = 1; i < count; i++)
+        if (gains[i] > top) top = gains[i];
+    for (int i = 0; i < count; i++) weights[i] = exp((gains[i] - top) / temperature);
 }
 
 void cp_tactical_gains(const cb_position *p, const cb_move *moves, int count, double *gains) {

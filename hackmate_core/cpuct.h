@@ -27,6 +27,9 @@ int cp_repetition(const cb_position *leaf, uint64_t (*key_at)(void *context, int
 int cp_mate_in_one(const cb_position *position, const cb_move *moves, int count);
 /* tactical_gains' first list: each move's gain in centipawns (a check earns 150). */
 void cp_tactical_gains(const cb_position *position, const cb_move *moves, int count, double *gains);
+/* gain_softmax's weights before the normalisation: exp((gain - top) / temperature) for each gain, top being the
+ * first largest gain, the same double operations as Python's (math.exp is the C library's exp). */
+void cp_gain_weights(const double *gains, int count, double temperature, double *weights);
 /* unflipped_bitboards: ours P..K, theirs P..K, four castling planes, the legal en-passant square. */
 void cp_planes18(const cb_position *position, const cb_move *moves, int count, uint64_t out[CP_PLANES18]);
 /* The policy slot (0..4671) of a legal move. */

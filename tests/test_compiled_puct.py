@@ -14,7 +14,7 @@ import search.puct as puct
 from engine.backends import apply_hash, build_evaluator, build_search
 from evaluators.base import Evaluation, EvaluatorWrapper
 from evaluators.encoding import unflipped_bitboards, unpack_unflipped
-from evaluators.material import tactical_gains
+from evaluators.material import PRIOR_TEMPERATURE_CP, gain_softmax, normalised, tactical_gains
 from evaluators.moves import move_to_index
 from evaluators.resnet import _policy_move
 from hackmate_core import compiled
@@ -68,6 +68,7 @@ def test_a_leaf_agrees_with_the_python_rules_and_heuristics():
         assert leaf.result == game_result(board, moves, 0)
         assert leaf.mate_in_one == (mate_in_one(board, moves) is not None)
         assert leaf.gains == tactical_gains(board, moves, checking_moves(board, moves))[0]  # exactly
+        assert normalised(leaf.gain_weights(PRIOR_TEMPERATURE_CP)) == gain_softmax(leaf.gains)  # exactly
         assert leaf.bitboards == tuple(unflipped_bitboards(board))
         black = np.array([board.turn == chess.BLACK])
         planes = unpack_unflipped(np.array([unflipped_bitboards(board)], dtype=np.uint64), black)
@@ -171,6 +172,8 @@ def test_the_compiled_calls_refuse_bad_input():
         cpuct.position(0, 0, 0, 0, 0, 1 << 4 | 1 << 60, 1 << 4, 1 << 60, True, 0, 70, 0, 1, False)  # ep off the board
     with pytest.raises(ValueError):
         cpuct.leaf([root], -1, b"").state.make(0)
+    with pytest.raises(TypeError):
+        cpuct.leaf([root], -1, b"").gain_weights("150")  # the temperature is a number
     with pytest.raises(TypeError):
         cpuct.select(object(), False, 2.0, 0.3, lambda node, index: node)
     with pytest.raises(TypeError):
