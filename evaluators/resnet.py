@@ -330,8 +330,7 @@ class ResNetEvaluator(Evaluator):
         if not with_moves:
             return values, draws, np.zeros(0, dtype=np.float32), bounds
         lengths = [len(requests[i].moves) for i in with_moves]
-        slots = np.fromiter(chain.from_iterable(requests[i].slots for i in with_moves),  # type: ignore
-                            dtype=np.int64, count=sum(lengths))
+        slots = _slots_of([requests[i] for i in with_moves], sum(lengths))
         logits = policy[np.repeat([rows[i] for i in with_moves], lengths), slots] / self.softmax_temperature
         starts = np.cumsum([0] + lengths[:-1])
         top = np.maximum.reduceat(logits, starts)
@@ -343,14 +342,22 @@ class ResNetEvaluator(Evaluator):
         return value_centipawns(self, board)
 
 
+def _slots_of(requests: Sequence[Request], count: int) -> np.ndarray:
+    """The policy slots of the requests' moves end to end (``count`` of them): a compiled leaf's come as native
+    int16 bytes (a batch is one search's, all of one kind), :meth:`ResNetEvaluator.prepare`'s as a list."""
+    if requests and isinstance(requests[0].slots, bytes):  # type: ignore[attr-defined]
+        return np.frombuffer(b"".join([r.slots for r in requests]), dtype=np.int16)  # type: ignore[attr-defined]
+    return np.fromiter(chain.from_iterable(r.slots for r in requests),  # type: ignore[attr-defined]
+                       dtype=np.int64, count=count)
+
+
 def _close_calls(policy: np.ndarray, requests: Sequence[Request]) -> np.ndarray:
     """Rows of ``policy`` (one per request) whose two best legal moves are within :data:`MIXED_MARGIN` logits."""
     rows = [i for i, r in enumerate(requests) if r.moves and len(r.moves) > 1]
     if not rows:
         return np.zeros(0, dtype=np.int64)
     lengths = [len(requests[i].moves) for i in rows]
-    slots = np.fromiter(chain.from_iterable(requests[i].slots for i in rows),  # type: ignore[attr-defined]
-                        dtype=np.int64, count=sum(lengths))
+    slots = _slots_of([requests[i] for i in rows], sum(lengths))
     logits = policy[np.repeat(rows, lengths), slots]
     starts = np.cumsum([0] + lengths[:-1])
     best = np.maximum.reduceat(logits, starts)

@@ -16,7 +16,7 @@
 #include "cpuct.h"
 
 /* Raised when the module's Python API changes, so that search.puct refuses a stale build. */
-#define API_VERSION 4
+#define API_VERSION 5
 
 typedef struct {
     PyObject_HEAD
@@ -296,17 +296,11 @@ static PyObject *Leaf_get_planes(LeafObject *self, void *unused) {
 }
 
 static PyObject *Leaf_get_slots(LeafObject *self, void *unused) {
-    PyObject *list = PyList_New(self->count);
-    if (!list) return NULL;
-    for (int i = 0; i < self->count; i++) {
-        PyObject *item = PyLong_FromLong(cp_policy_slot(&self->position, self->legal[i]));
-        if (!item) {
-            Py_DECREF(list);
-            return NULL;
-        }
-        PyList_SET_ITEM(list, i, item);
-    }
-    return list;
+    PyObject *bytes = PyBytes_FromStringAndSize(NULL, self->count * (Py_ssize_t)sizeof(int16_t));
+    if (!bytes) return NULL;
+    int16_t *slots = (int16_t *)PyBytes_AS_STRING(bytes);
+    for (int i = 0; i < self->count; i++) slots[i] = (int16_t)cp_policy_slot(&self->position, self->legal[i]);
+    return bytes;
 }
 
 static PyObject *Leaf_get_black(LeafObject *self, void *unused) {
@@ -383,7 +377,8 @@ static PyGetSetDef Leaf_getset[] = {
     {"bitboards", (getter)Leaf_get_bitboards, NULL, "evaluators.encoding.unflipped_bitboards (17 integers).", NULL},
     {"planes", (getter)Leaf_get_planes, NULL, "the 17 binary planes as bytes, flipped for Black (17 x 64, one "
      "byte a square).", NULL},
-    {"slots", (getter)Leaf_get_slots, NULL, "the network's policy slot of each legal move.", NULL},
+    {"slots", (getter)Leaf_get_slots, NULL, "the network's policy slot of each legal move, as native int16s (bytes: "
+     "numpy joins a batch's without a Python int each).", NULL},
     {"black", (getter)Leaf_get_black, NULL, "True when Black is to move.", NULL},
     {"rule50", (getter)Leaf_get_rule50, NULL, "the halfmove clock.", NULL},
     {"pieces", (getter)Leaf_get_pieces, NULL, "pieces on the board (tablebase coverage).", NULL},

@@ -73,7 +73,8 @@ def test_a_leaf_agrees_with_the_python_rules_and_heuristics():
         black = np.array([board.turn == chess.BLACK])
         planes = unpack_unflipped(np.array([unflipped_bitboards(board)], dtype=np.uint64), black)
         assert leaf.planes == planes.astype(np.uint8).tobytes()  # what collate unpacks, one byte a square
-        assert leaf.slots == [move_to_index(_policy_move(board, move), board.turn) for move in moves]
+        assert (np.frombuffer(leaf.slots, dtype=np.int16).tolist()
+                == [move_to_index(_policy_move(board, move), board.turn) for move in moves])
         assert (leaf.black, leaf.rule50) == (board.turn == chess.BLACK, board.halfmove_clock)
         assert leaf.board().fen() == board.fen()
         checked += len(moves)
