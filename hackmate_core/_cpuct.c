@@ -4,7 +4,7 @@
  * python-chess's public state (position()) or by playing a legal move (Position.make()), so that every
  * position the C code sees is one cb_set() accepted or one reached from it by legal moves.
  * Leaf: a new leaf of the search tree made by leaf(): its position, legal moves and result by rule, with what
- * the evaluators take from it (cache key, tactical gains, planes18 bitboards, policy slots) computed on request.
+ * the evaluators take from it (cache key, tactical gains, planes18 planes, policy slots) computed on request.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -16,7 +16,7 @@
 #include "cpuct.h"
 
 /* Raised when the module's Python API changes, so that search.puct refuses a stale build. */
-#define API_VERSION 5
+#define API_VERSION 6
 
 typedef struct {
     PyObject_HEAD
@@ -264,22 +264,6 @@ static PyObject *Leaf_gain_weights(LeafObject *self, PyObject *temperature) {
     return double_list(weights, self->count);
 }
 
-static PyObject *Leaf_get_bitboards(LeafObject *self, void *unused) {
-    uint64_t bitboards[CP_PLANES18];
-    cp_planes18(&self->position, self->legal, self->count, bitboards);
-    PyObject *tuple = PyTuple_New(CP_PLANES18);
-    if (!tuple) return NULL;
-    for (int i = 0; i < CP_PLANES18; i++) {
-        PyObject *item = PyLong_FromUnsignedLongLong(bitboards[i]);
-        if (!item) {
-            Py_DECREF(tuple);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(tuple, i, item);
-    }
-    return tuple;
-}
-
 /* The binary planes as the network takes them, one byte (0 or 1) a square: square s of plane p at p * 64 + s,
  * mirrored vertically (s ^ 56) when Black is to move, as evaluators.encoding.unpack_unflipped makes them. */
 static PyObject *Leaf_get_planes(LeafObject *self, void *unused) {
@@ -301,10 +285,6 @@ static PyObject *Leaf_get_slots(LeafObject *self, void *unused) {
     int16_t *slots = (int16_t *)PyBytes_AS_STRING(bytes);
     for (int i = 0; i < self->count; i++) slots[i] = (int16_t)cp_policy_slot(&self->position, self->legal[i]);
     return bytes;
-}
-
-static PyObject *Leaf_get_black(LeafObject *self, void *unused) {
-    return PyBool_FromLong(self->position.turn == CB_BLACK);
 }
 
 static PyObject *Leaf_get_rule50(LeafObject *self, void *unused) {
@@ -374,12 +354,10 @@ static PyGetSetDef Leaf_getset[] = {
      NULL},
     {"gains", (getter)Leaf_get_gains, NULL, "evaluators.material.tactical_gains of the legal moves (checks "
      "included).", NULL},
-    {"bitboards", (getter)Leaf_get_bitboards, NULL, "evaluators.encoding.unflipped_bitboards (17 integers).", NULL},
     {"planes", (getter)Leaf_get_planes, NULL, "the 17 binary planes as bytes, flipped for Black (17 x 64, one "
      "byte a square).", NULL},
     {"slots", (getter)Leaf_get_slots, NULL, "the network's policy slot of each legal move, as native int16s (bytes: "
      "numpy joins a batch's without a Python int each).", NULL},
-    {"black", (getter)Leaf_get_black, NULL, "True when Black is to move.", NULL},
     {"rule50", (getter)Leaf_get_rule50, NULL, "the halfmove clock.", NULL},
     {"pieces", (getter)Leaf_get_pieces, NULL, "pieces on the board (tablebase coverage).", NULL},
     {"castling", (getter)Leaf_get_castling, NULL, "True when a castling right remains.", NULL},

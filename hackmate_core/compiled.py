@@ -23,7 +23,7 @@ PURE_PYTHON_VARIABLE = "HACKMATE_PURE_PYTHON"
 #: The compiled parts, by module name: what each is, and the API_VERSION this code was written against (a build of
 #: older sources is not used).
 EXTENSIONS = {"_cboard": ("the compiled board", 1), "_calphabeta": ("the compiled alpha-beta search", 1),
-              "_cpuct": ("the compiled PUCT leaves", 5)}
+              "_cpuct": ("the compiled PUCT leaves", 6)}
 #: What rebuilds them.
 _REBUILD = "a C compiler and `pip install -e .` (bin/setup-env does it) build it"
 

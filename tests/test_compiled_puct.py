@@ -69,13 +69,12 @@ def test_a_leaf_agrees_with_the_python_rules_and_heuristics():
         assert leaf.mate_in_one == (mate_in_one(board, moves) is not None)
         assert leaf.gains == tactical_gains(board, moves, checking_moves(board, moves))[0]  # exactly
         assert normalised(leaf.gain_weights(PRIOR_TEMPERATURE_CP)) == gain_softmax(leaf.gains)  # exactly
-        assert leaf.bitboards == tuple(unflipped_bitboards(board))
         black = np.array([board.turn == chess.BLACK])
         planes = unpack_unflipped(np.array([unflipped_bitboards(board)], dtype=np.uint64), black)
         assert leaf.planes == planes.astype(np.uint8).tobytes()  # what collate unpacks, one byte a square
         assert (np.frombuffer(leaf.slots, dtype=np.int16).tolist()
                 == [move_to_index(_policy_move(board, move), board.turn) for move in moves])
-        assert (leaf.black, leaf.rule50) == (board.turn == chess.BLACK, board.halfmove_clock)
+        assert leaf.rule50 == board.halfmove_clock
         assert leaf.board().fen() == board.fen()
         checked += len(moves)
     assert checked > 30000
