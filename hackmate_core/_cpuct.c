@@ -266,16 +266,18 @@ static PyObject *Leaf_gain_weights(LeafObject *self, PyObject *temperature) {
 
 /* The binary planes as the network takes them, one byte (0 or 1) a square: square s of plane p at p * 64 + s,
  * mirrored vertically (s ^ 56) when Black is to move, as evaluators.encoding.unpack_unflipped makes them. */
+static char rank_bytes[256][8];  /* rank_bytes[b][file]: bit `file` of the rank's byte b, set by PyInit */
+
 static PyObject *Leaf_get_planes(LeafObject *self, void *unused) {
     uint64_t bitboards[CP_PLANES18];
     cp_planes18(&self->position, self->legal, self->count, bitboards);
     PyObject *bytes = PyBytes_FromStringAndSize(NULL, CP_PLANES18 * 64);
     if (!bytes) return NULL;
     char *out = PyBytes_AS_STRING(bytes);
-    int flip = self->position.turn == CB_BLACK ? 56 : 0;
+    int flip = self->position.turn == CB_BLACK ? 7 : 0;
     for (int plane = 0; plane < CP_PLANES18; plane++)
-        for (int square = 0; square < 64; square++)
-            out[plane * 64 + square] = (char)((bitboards[plane] >> (square ^ flip)) & 1);
+        for (int rank = 0; rank < 8; rank++)
+            memcpy(out + plane * 64 + rank * 8, rank_bytes[(bitboards[plane] >> (8 * (rank ^ flip))) & 0xFF], 8);
     return bytes;
 }
 
@@ -750,6 +752,8 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__cpuct(void) {
     cb_init();
+    for (int byte = 0; byte < 256; byte++)
+        for (int file = 0; file < 8; file++) rank_bytes[byte][file] = (char)((byte >> file) & 1);
     if (PyType_Ready(&PositionType) < 0 || PyType_Ready(&LeafType) < 0) return NULL;
     state_name = PyUnicode_InternFromString("state");
     if (!state_name) return NULL;
