@@ -141,6 +141,12 @@ class Evaluator(Configurable, Pluggable, ABC):
         request.board = board.copy(stack=max(8, board.halfmove_clock))  # type: ignore[attr-defined]
         return request
 
+    def root_evaluation(self, board: chess.Board, moves: Sequence[chess.Move]) -> Optional[Evaluation]:
+        """A better evaluation of a search's root than :meth:`evaluate` gives, or None (the default) when this
+        evaluator has none: one position starts a whole search, so an evaluator may spend more on it (the ResNet's
+        ``MirrorRoot``). PUCT expands a new root with it and re-ranks a root kept from the last search by it."""
+        return None
+
     def takes_leaves(self) -> bool:
         """Whether :meth:`prepare_leaf` takes a compiled PUCT leaf (hackmate_core._cpuct.Leaf) instead of a board:
         the compiled PUCT path runs only for evaluators that say so (the default: no)."""
@@ -237,6 +243,9 @@ class EvaluatorWrapper(Evaluator):
 
     def prepare(self, board: chess.Board, moves: Sequence[chess.Move]) -> Request:
         return self.inner.prepare(board, moves) if self._forwards_stages else super().prepare(board, moves)
+
+    def root_evaluation(self, board: chess.Board, moves: Sequence[chess.Move]) -> Optional[Evaluation]:
+        return self.inner.root_evaluation(board, moves)
 
     def takes_leaves(self) -> bool:
         """True when the stages are forwarded to an evaluator that takes compiled leaves and a ``prepare`` of this

@@ -90,6 +90,15 @@ class BlendedEvaluator(EvaluatorWrapper):
             request.blend = tactical, 0.0, heuristic, 0.0  # type: ignore[attr-defined]
         return request
 
+    def root_evaluation(self, board: chess.Board, moves: Sequence[chess.Move]) -> Optional[Evaluation]:
+        """The inner evaluator's root evaluation, if it has one, with the heuristics mixed in as everywhere."""
+        evaluation = self.inner.root_evaluation(board, moves)
+        if evaluation is None:
+            return None
+        request = Request(moves)
+        request.blend = self._heuristics(board, moves)  # type: ignore[attr-defined]
+        return self.blend(request, evaluation)
+
     def _heuristics(self, board: chess.Board, moves: Sequence[chess.Move]) -> tuple[float, float, Any, float]:
         """(tactical, material, heuristic priors, material value) for :meth:`blend`."""
         tactical, material = self.tactical_priors, self.material_blend

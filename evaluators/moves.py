@@ -99,3 +99,9 @@ def legal_move_indices(board: chess.Board) -> tuple[list[chess.Move], np.ndarray
     moves = list(board.legal_moves)
     turn = board.turn
     return moves, np.fromiter((move_to_index(m, turn) for m in moves), dtype=np.int64, count=len(moves))
+
+
+def mirror_move(move: chess.Move) -> chess.Move:
+    """``move`` in the a-file <-> h-file mirror image of its position (where no castling rights remain, the rules
+    are the same there: a position and its mirror image have the same value and mirrored best moves)."""
+    return chess.Move(move.from_square ^ 7, move.to_square ^ 7, move.promotion)

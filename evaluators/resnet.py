@@ -33,7 +33,7 @@ from evaluators.base import Evaluation, Evaluator, LoadError, MoveLists, Request
 from evaluators.blend import BlendedEvaluator
 from evaluators.cache import CachedEvaluator
 from evaluators.encoding import ENCODINGS, Encoding, assemble, get_encoding, unflipped_bitboards, unpack_unflipped
-from evaluators.moves import move_to_index
+from evaluators.moves import mirror_move, move_to_index
 from evaluators.onnx_model import open_session
 from hackmate_core.options import Option
 
@@ -96,7 +96,12 @@ class ResNetEvaluator(Evaluator):
                       help="softmax temperature of the policy head x100 (below 100 sharpens the priors)"),
                Option("Precision", "combo", "mixed", choices=PRECISIONS, attribute="precision",
                       help="fp32: the weights file alone; int8: its int8 copy (X-int8.onnx beside X.onnx, made by "
-                           "tools.quantize); mixed: the int8 copy, and fp32 again where its two best moves are close"))
+                           "tools.quantize); mixed: the int8 copy, and fp32 again where its two best moves are close"),
+               Option("MirrorRoot", "check", False, attribute="mirror_root",
+                      help="average the root's evaluation with its a<->h mirror image's (positions without "
+                           "castling rights)"),
+               Option("RootPolicyTemperature", "spin", 0, 0, 500, scale=100, attribute="root_policy_temperature",
+                      help="softmax temperature of the root's priors x100 (0: PolicyTemperature, as in the tree)"))
 
     @classmethod
     def create(cls, weights: Optional[Path], threads: int, lazy: bool) -> "ResNetEvaluator":
@@ -236,6 +241,31 @@ class ResNetEvaluator(Evaluator):
                              if m.promotion is None or m.promotion == chess.QUEEN else move_to_index(m, turn)
                              for m in moves]
         return request
+
+    def root_evaluation(self, board: chess.Board, moves: Sequence[chess.Move]) -> Optional[Evaluation]:
+        """The root's evaluation under ``MirrorRoot`` and ``RootPolicyTemperature`` (None when both are off): the
+        average of the position and its a<->h mirror image, where no castling rights make them differ (the network
+        does not see them identically, so two looks average out some of its error); then the priors at the root's
+        temperature."""
+        temperature = self.root_policy_temperature or self.softmax_temperature
+        mirror = self.mirror_root and not board.castling_rights and self.encoding.history == 1
+        if not mirror and temperature == self.softmax_temperature:
+            return None
+        moves = list(moves)
+        if mirror:
+            mirrored_moves = [mirror_move(move) for move in moves]
+            own, mirrored = self.evaluate_batch([board, board.transform(chess.flip_horizontal)],
+                                                [moves, mirrored_moves])
+            value, draw = (own.value + mirrored.value) / 2, (own.draw + mirrored.draw) / 2  # type: ignore[operator]
+            policy = [(a + b) / 2 for a, b in zip(own.policy_of(moves),  # type: ignore[arg-type]
+                                                  mirrored.policy_of(mirrored_moves))]  # type: ignore[arg-type]
+        else:
+            own = self.evaluate(board, moves)
+            value, draw, policy = own.value, own.draw, own.policy_of(moves)  # type: ignore[assignment]
+        if temperature != self.softmax_temperature and policy:
+            weights = np.power(np.asarray(policy, dtype=np.float64), self.softmax_temperature / temperature)
+            policy = (weights / weights.sum()).tolist()
+        return Evaluation(value, draw, moves=moves, policy=policy)
 
     def takes_leaves(self) -> bool:
         """Whether :meth:`prepare_leaf` can take a compiled PUCT leaf: planes18 needs no history."""

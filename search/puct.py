@@ -269,8 +269,12 @@ class PuctSearch(Search):
             root.state, self._game_keys = compiled_root  # where every walk down the tree starts
         else:
             root.state = BoardState(board)
-        if root.moves is None:  # evaluated with every legal move: evaluations are cached by position
-            self._expand(root, self.evaluator.evaluate(board, legal_moves(board)))
+        moves = legal_moves(board)  # the root is evaluated with every legal move: evaluations are cached by position
+        better = self.evaluator.root_evaluation(board, moves)
+        if root.moves is None:
+            self._expand(root, better or self.evaluator.evaluate(board, moves))
+        elif better is not None:
+            self._rerank_root(root, better)
         self.root_filtered = len(allowed) < len(root.moves or ())
         if self.root_filtered:
             self._filter_root(root, set(allowed))
@@ -377,6 +381,24 @@ class PuctSearch(Search):
                 break
         self.root, self.root_fen, self.tree_nodes = Node(None, 1.0), board.fen(), 1
         return self.root
+
+    def _rerank_root(self, root: Node, evaluation: Evaluation) -> None:
+        """Give a root kept from the last search the priors of the evaluator's root evaluation: every move gets its
+        child (so the children stay the first moves in prior order), then moves, priors and children are sorted by
+        the new priors, with their statistics kept."""
+        self._create_children(root)
+        prior_of = dict(zip((move_code(move) for move in evaluation.moves or ()), evaluation.policy or ()))
+        if len(prior_of) != len(root.children):
+            return  # the kept root lists other moves (it cannot, for the same position): leave it as it is
+        codes = sorted((move_code(child.move) for child in root.children), key=prior_of.__getitem__,  # type: ignore
+                       reverse=True)
+        child_of = {move_code(child.move): child for child in root.children}  # type: ignore[arg-type]
+        root.moves = array("H", codes)
+        root.priors = array("f", [prior_of[code] for code in codes])
+        root.children = [child_of[code] for code in codes]
+        for child, prior in zip(root.children, root.priors):
+            child.prior = prior
+        root.visited_policy = sum(child.prior for child in root.children if child.visits)
 
     def _filter_root(self, root: Node, allowed: set[chess.Move]) -> None:
         """Keep only ``allowed`` moves at the root (`go searchmoves`, the tablebase filter)."""

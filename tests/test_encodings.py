@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from evaluators.encoding import ENCODINGS, get_encoding
-from evaluators.moves import MIRROR_FILES, POLICY_SIZE, index_to_move, legal_move_indices, move_to_index
+from evaluators.moves import MIRROR_FILES, POLICY_SIZE, index_to_move, legal_move_indices, mirror_move, move_to_index
 
 
 def random_positions(count: int, seed: int = 7):
@@ -42,7 +42,7 @@ def test_mirror_table_maps_each_move_to_its_mirror_image():
     for board in random_positions(1500):
         mirrored = board.transform(chess.flip_horizontal)
         for move in board.legal_moves:
-            image = chess.Move(move.from_square ^ 7, move.to_square ^ 7, move.promotion)
+            image = mirror_move(move)
             assert mirrored.is_legal(image) or board.has_castling_rights(board.turn)
             assert MIRROR_FILES[move_to_index(move, board.turn)] == move_to_index(image, board.turn)
             checked += 1

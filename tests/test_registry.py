@@ -57,7 +57,8 @@ def test_declared_options_are_those_of_the_built_backends():
         built = backends.build_search(name, comparator if name == "comparison" else material)
         assert search_options(cls) == built.options(), name
     assert [option.name for option in evaluator_options(backends.evaluators["resnet"])] == [
-        "TacticalPriors", "MaterialBlend", "BlendQuiescence", "PolicyTemperature", "Precision"]
+        "TacticalPriors", "MaterialBlend", "BlendQuiescence", "PolicyTemperature", "Precision", "MirrorRoot",
+        "RootPolicyTemperature"]
 
 
 # ------------------------------------------------------------------ discovery
