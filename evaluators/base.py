@@ -245,7 +245,9 @@ class EvaluatorWrapper(Evaluator):
         return self.inner.prepare(board, moves) if self._forwards_stages else super().prepare(board, moves)
 
     def root_evaluation(self, board: chess.Board, moves: Sequence[chess.Move]) -> Optional[Evaluation]:
-        return self.inner.root_evaluation(board, moves)
+        """The inner evaluator's, where this wrapper forwards the stages; a wrapper whose own stages change
+        evaluations overrides this too (else its change would be skipped at the root, as the blend's would)."""
+        return self.inner.root_evaluation(board, moves) if self._forwards_stages else None
 
     def takes_leaves(self) -> bool:
         """True when the stages are forwarded to an evaluator that takes compiled leaves and a ``prepare`` of this

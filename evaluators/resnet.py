@@ -98,8 +98,8 @@ class ResNetEvaluator(Evaluator):
                       help="fp32: the weights file alone; int8: its int8 copy (X-int8.onnx beside X.onnx, made by "
                            "tools.quantize); mixed: the int8 copy, and fp32 again where its two best moves are close"),
                Option("MirrorRoot", "check", False, attribute="mirror_root",
-                      help="average the root's evaluation with its a<->h mirror image's (positions without "
-                           "castling rights)"),
+                      help="average the root's priors with its a<->h mirror image's (positions without castling "
+                           "rights; networks without history planes)"),
                Option("RootPolicyTemperature", "spin", 0, 0, 500, scale=100, attribute="root_policy_temperature",
                       help="softmax temperature of the root's priors x100 (0: PolicyTemperature, as in the tree)"))
 
@@ -245,8 +245,9 @@ class ResNetEvaluator(Evaluator):
     def root_evaluation(self, board: chess.Board, moves: Sequence[chess.Move]) -> Optional[Evaluation]:
         """The root's evaluation under ``MirrorRoot`` and ``RootPolicyTemperature`` (None when both are off): the
         average of the position and its a<->h mirror image, where no castling rights make them differ (the network
-        does not see them identically, so two looks average out some of its error); then the priors at the root's
-        temperature."""
+        does not see them identically, so two looks average out some of its error; planes18 only: history planes
+        would need the game mirrored too); then the priors at the root's temperature. PUCT takes the root's priors
+        from it."""
         temperature = self.root_policy_temperature or self.softmax_temperature
         mirror = self.mirror_root and not board.castling_rights and self.encoding.history == 1
         if not mirror and temperature == self.softmax_temperature:
@@ -262,8 +263,10 @@ class ResNetEvaluator(Evaluator):
         else:
             own = self.evaluate(board, moves)
             value, draw, policy = own.value, own.draw, own.policy_of(moves)  # type: ignore[assignment]
-        if temperature != self.softmax_temperature and policy:
-            weights = np.power(np.asarray(policy, dtype=np.float64), self.softmax_temperature / temperature)
+        if temperature != self.softmax_temperature and policy:  # p ** (T / T_root) in logs: no underflow to 0 / 0
+            with np.errstate(divide="ignore"):
+                logs = np.log(np.asarray(policy, dtype=np.float64))
+            weights = np.exp((logs - logs.max()) * (self.softmax_temperature / temperature))
             policy = (weights / weights.sum()).tolist()
         return Evaluation(value, draw, moves=moves, policy=policy)
 

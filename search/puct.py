@@ -272,7 +272,7 @@ class PuctSearch(Search):
         moves = legal_moves(board)  # the root is evaluated with every legal move: evaluations are cached by position
         better = self.evaluator.root_evaluation(board, moves)
         if root.moves is None:
-            self._expand(root, better or self.evaluator.evaluate(board, moves))
+            self._expand(root, better if better is not None else self.evaluator.evaluate(board, moves))
         elif better is not None:
             self._rerank_root(root, better)
         self.root_filtered = len(allowed) < len(root.moves or ())
@@ -387,9 +387,7 @@ class PuctSearch(Search):
         child (so the children stay the first moves in prior order), then moves, priors and children are sorted by
         the new priors, with their statistics kept."""
         self._create_children(root)
-        prior_of = dict(zip((move_code(move) for move in evaluation.moves or ()), evaluation.policy or ()))
-        if len(prior_of) != len(root.children):
-            return  # the kept root lists other moves (it cannot, for the same position): leave it as it is
+        prior_of = {move_code(move): prior for move, prior in (evaluation.priors or {}).items()}
         codes = sorted((move_code(child.move) for child in root.children), key=prior_of.__getitem__,  # type: ignore
                        reverse=True)
         child_of = {move_code(child.move): child for child in root.children}  # type: ignore[arg-type]
