@@ -18,6 +18,8 @@ from typing import Optional
 
 import chess
 
+from hackmate_core.rules import PLAIN_MOVES
+
 #: The environment variable that forces the pure-Python path when set to anything but "" or "0".
 PURE_PYTHON_VARIABLE = "HACKMATE_PURE_PYTHON"
 #: The compiled parts, by module name: what each is, and the API_VERSION this code was written against (a build of
@@ -57,10 +59,11 @@ why_not = _board_problem or "; ".join(problem for problem in (_alphabeta_problem
 
 
 def move_code(move: chess.Move) -> int:
-    """A python-chess move as the compiled board's code (drops and null moves have none: never legal)."""
+    """A python-chess move in 16 bits, the compiled parts' move code: from square, to square, promotion piece type
+    (below 4096: an index of ``PLAIN_MOVES``; drops and null moves have none: never legal)."""
     return move.from_square | move.to_square << 6 | (move.promotion or 0) << 12
 
 
 def code_move(code: int) -> chess.Move:
-    """The python-chess move of a compiled board's move code."""
-    return chess.Move(code & 63, code >> 6 & 63, code >> 12 or None)
+    """The python-chess move of a move code (moves without promotion shared from ``PLAIN_MOVES``)."""
+    return PLAIN_MOVES[code] if code < 4096 else chess.Move(code & 63, code >> 6 & 63, code >> 12)

@@ -33,11 +33,12 @@ import numpy as np
 
 from evaluators.base import Comparator
 from hackmate_core import compiled
+from hackmate_core.compiled import code_move, move_code
 from hackmate_core.boards import transposition_key
 from hackmate_core.lru import LruCache
 from hackmate_core.options import Option
 from hackmate_core.exchange import keeps_material, mvv_lva
-from hackmate_core.rules import PLAIN_MOVES, game_result, legal_moves
+from hackmate_core.rules import game_result, legal_moves
 from hackmate_core.score import mated_score, mating_score, q_to_cp, q_to_wdl, score_wdl, tablebase_score
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
 from search.stoppers import Progress
@@ -53,9 +54,6 @@ REDUCTION_MIN_DEPTH = 3
 ORDERINGS = ("captures+comparator", "comparator", "captures")
 #: Rough memory of one best-move table entry (an OrderedDict slot, its key: a tuple of bitboards, a move).
 BEST_MOVE_BYTES = 500
-
-#: Move codes of the compiled board below this one are moves without promotion (``PLAIN_MOVES[code]``).
-PROMOTION_CODES = 1 << 12
 
 #: A child searched with these bounds (alpha_pos, beta_pos) and remaining depth.
 ChildSearch = Callable[["Leaf", "Leaf", Optional[np.ndarray], int], "Leaf"]
@@ -241,17 +239,16 @@ class ComparisonSearch(Search):
         """The legal moves in python-chess's order."""
         if self.cboard is None:
             return legal_moves(board)
-        return [PLAIN_MOVES[code] if code < PROMOTION_CODES else compiled.code_move(code)
-                for code in self.cboard.legal_moves()]
+        return [code_move(code) for code in self.cboard.legal_moves()]
 
     def _in_check(self, board: chess.Board) -> bool:
         """Whether the side to move is in check."""
         return board.is_check() if self.cboard is None else self.cboard.is_check()
 
     def _push(self, board: chess.Board, move: chess.Move) -> None:
-        self.comparator.push(board, move)
         if self.cboard is not None:
-            self.cboard.push(compiled.move_code(move))
+            self.cboard.push(move_code(move))
+        self.comparator.push(board, move)
 
     def _pop(self, board: chess.Board) -> None:
         self.comparator.pop(board)
@@ -393,7 +390,7 @@ class ComparisonSearch(Search):
         if self.cboard is None:
             return board.generate_legal_captures()
         them, pawns, en_passant = board.occupied_co[not board.turn], board.pawns, board.ep_square
-        return [PLAIN_MOVES[code] if code < PROMOTION_CODES else compiled.code_move(code)
+        return [code_move(code)
                 for code in self.cboard.legal_moves()
                 if them >> (code >> 6 & 63) & 1 or (code >> 6 & 63) == en_passant and pawns >> (code & 63) & 1]
 

@@ -61,9 +61,10 @@ import chess
 
 from evaluators.base import Evaluation, Evaluator, Request
 from hackmate_core import compiled
+from hackmate_core.compiled import code_move, move_code
 from hackmate_core.boards import BoardState, state_stack, truncate_history
 from hackmate_core.options import Option
-from hackmate_core.rules import PLAIN_MOVES, LegalMoves, game_result, legal_moves, mate_in_one
+from hackmate_core.rules import LegalMoves, game_result, legal_moves, mate_in_one
 from hackmate_core.score import mated_score, mating_score, q_to_cp, q_to_wdl, score_wdl, tablebase_score
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult
 from search.stoppers import Progress
@@ -124,15 +125,6 @@ class Node:
 
     def q(self) -> float:
         return self.value_sum / self.visits if self.visits else 0.0
-
-
-def move_code(move: chess.Move) -> int:
-    """A move in 16 bits: from square, to square, promotion piece type (below 4096: an index of PLAIN_MOVES)."""
-    return move.from_square | move.to_square << 6 | (move.promotion or 0) << 12
-
-
-def code_move(code: int) -> chess.Move:
-    return PLAIN_MOVES[code] if code < 4096 else chess.Move(code & 63, code >> 6 & 63, code >> 12)
 
 
 def _compiled_position(board: chess.Board) -> Any:

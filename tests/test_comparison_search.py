@@ -167,11 +167,14 @@ RULES_POSITIONS = (
     (chess.STARTING_FEN, ("g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1")),
     (SMOTHERED, ()),
     (PROMOTE_OR_TAKE, ()),
+    ("8/8/4k3/8/8/3K4/7R/8 w - - 99 80", ()),  # the next move ends the game by the fifty-move rule
+    ("8/8/4k3/8/3n4/3KB3/8/8 w - - 0 60", ()),  # Kxd4 leaves too little material to mate
+    ("bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9", ()),  # Chess960 castling rights
 )
 
 
 def rules_board(fen: str, moves: tuple[str, ...]) -> chess.Board:
-    board = chess.Board(fen)
+    board = chess.Board(fen, chess960=any(right not in "KQkq-" for right in fen.split()[2]))
     for uci in moves:
         board.push_uci(uci)
     return board

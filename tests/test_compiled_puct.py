@@ -20,7 +20,8 @@ from evaluators.resnet import _policy_move
 from hackmate_core import compiled
 from hackmate_core.rules import checking_moves, game_result, legal_moves, mate_in_one
 from search.base import SearchControl
-from search.puct import Node, PuctSearch, _compiled_position, move_code
+from hackmate_core.compiled import move_code
+from search.puct import Node, PuctSearch, _compiled_position
 
 needs_compiled = pytest.mark.skipif(puct._cpuct is None, reason="the compiled path is not in use")
 

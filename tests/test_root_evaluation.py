@@ -9,7 +9,8 @@ from engine.backends import build_evaluator, build_search
 from evaluators.base import unwrap
 from evaluators.moves import mirror_move
 from search.base import SearchControl
-from search.puct import PuctSearch, move_code
+from hackmate_core.compiled import move_code
+from search.puct import PuctSearch
 
 # No castling rights: the position and its a<->h mirror image follow the same rules.
 POSITIONS = ["r1bq1rk1/pp2b1pp/n1pp1n2/3P1p2/2P1p3/2N1P2N/PP2BPPP/R1BQ1RK1 b - - 2 10",
