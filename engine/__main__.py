@@ -84,13 +84,11 @@ def bench(ctx: click.Context, evaluator: Optional[str], search: Optional[str], w
     second as a share of the better one (docs/bench.md).
     """
     from engine.bench import run_bench
-    from hackmate_core.options import OptionError
-    options = {}
-    for setting in settings:
-        name, equals, value = setting.partition("=")
-        if not equals:
-            raise click.BadParameter(f"{setting!r} is not NAME=VALUE", param_hint="--option")
-        options[name.strip()] = value.strip()
+    from hackmate_core.options import OptionError, option_settings
+    try:
+        options = option_settings(settings)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--option") from None
     evaluator = evaluator or ctx.obj["evaluator"] or DEFAULT_EVALUATOR
     pairs = ([(name, BACKENDS.natural_search(name)) for name in BACKENDS.evaluators] + [("material", "puct")]
              if all_backends else [(evaluator, search or ctx.obj["search"])])

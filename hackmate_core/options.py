@@ -12,13 +12,25 @@ values that are already parsed and scaled.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar, Iterable, Optional
 
 KINDS = ("check", "spin", "combo", "string", "button")
 
 
 class OptionError(ValueError):
     """A `setoption` the engine cannot apply (unknown name or bad value)."""
+
+
+def option_settings(pairs: Iterable[str]) -> dict[str, str]:
+    """Options given on a command line as ``Name=Value`` (the name may hold spaces, the value may be empty), by
+    name; ValueError naming the first that is not one. The engine checks the names and values when it applies them."""
+    settings = {}
+    for pair in pairs:
+        name, equals, value = pair.partition("=")
+        if not equals or not name.strip():
+            raise ValueError(f"{pair!r} is not Name=Value")
+        settings[name.strip()] = value.strip()
+    return settings
 
 
 @dataclass(frozen=True)

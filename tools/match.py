@@ -28,6 +28,7 @@ from hackmate_core.elo import MatchStats
 from hackmate_core.epd import InputError
 from hackmate_core.games import MAX_PLIES, Forfeit, Mover, play_game as play_movers
 from hackmate_core.openings import load_openings
+from hackmate_core.options import option_settings
 from hackmate_core.uci_engines import find_stockfish
 
 MATE_CP = 100_000
@@ -182,13 +183,11 @@ def run_match(ours: Player, theirs: Player, openings: list[chess.Board], games: 
 
 
 def parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
-    options = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep:
-            raise click.BadParameter(f"expected NAME=VALUE, got {pair!r}")
-        options[name.strip()] = value.strip()
-    return options
+    """The UCI options given as NAME=VALUE (a click error for one that is not)."""
+    try:
+        return option_settings(pairs)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
 
 
 def with_thread_share(options: dict[str, str], concurrency: int) -> dict[str, str]:

@@ -24,6 +24,7 @@ import chess.engine
 import chess.pgn
 import numpy as np
 
+from hackmate_core.options import option_settings
 from training.corpus import CorpusConfig, game_identity
 from training.pgn import DataError, ReadStats, iter_games
 
@@ -127,14 +128,8 @@ def wilson_interval(successes: int, total: int, z: float = Z_95) -> tuple[float,
 
 
 def parse_options(pairs: Iterable[str]) -> dict[str, str]:
-    """``Name=Value`` pairs (the name may hold spaces, the value may be empty) over DEFAULT_OPTIONS."""
-    options = dict(DEFAULT_OPTIONS)
-    for pair in pairs:
-        name, equals, value = pair.partition("=")
-        if not equals or not name.strip():
-            raise ValueError(f"{pair!r} is not Name=Value")
-        options[name.strip()] = value.strip()
-    return options
+    """``Name=Value`` pairs (:func:`hackmate_core.options.option_settings`) over DEFAULT_OPTIONS."""
+    return {**DEFAULT_OPTIONS, **option_settings(pairs)}
 
 
 def open_engine(command: str, options: dict[str, str]) -> chess.engine.SimpleEngine:
