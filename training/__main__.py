@@ -16,6 +16,7 @@ from training.config_cli import SEED, options_from
 from training.configs import (AlphaZeroConfig, DeepChessConfig, DistilConfig, DQNConfig, LabelConfig, PPOConfig,
                               TrainConfig)
 from training.corpus import CorpusConfig, corpus_command
+from training.corpus_pack import corpus_pack_command
 from training.errors import clear_errors
 from training.readable import figures_text
 from training.shards import DEFAULT_TEMPERATURE
@@ -553,6 +554,7 @@ def _print_figures(figures: dict | list[dict], out: Optional[Path]) -> None:
 
 
 cli.add_command(corpus_command)
+cli.add_command(corpus_pack_command)
 
 if __name__ == "__main__":
     cli()

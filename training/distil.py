@@ -113,6 +113,7 @@ def distil(config: DistilConfig, progress: bool = True) -> Path:
     parts, described, encoding_name = [], [], None
     for name in config.sources:
         arrays, description, encoding_name = load_source(Path(name), encoding_name, config.temperature)
+        arrays.pop("validation", None)  # every position is distilled, a corpus's held-out games too
         parts.append(arrays)
         described.append(description)
     arrays = shards.concatenate(parts)

@@ -34,7 +34,7 @@ import torch
 
 from evaluators.encoding import get_encoding
 from evaluators.moves import MIRROR_FILES
-from training import corpus, shards
+from training import corpus, corpus_pack, shards
 from training.configs import TrainConfig
 from training.evaluate import batch_sums, finish
 from training.grow import grow
@@ -87,14 +87,21 @@ def mirror_half(x: torch.Tensor, policy: SparsePolicy, castling: slice, table: t
 def load_source(path: Path, encoding: Optional[str], temperature: float) -> tuple[dict[str, np.ndarray], dict, str]:
     """(arrays of shards.TRAINING_COLUMNS, description for the checkpoint, encoding name) of one data source.
 
-    A source is a joined corpus (training.corpus, e.g. ~/.cache/hackmate/corpus), a shard directory, an old
-    `prepare` directory, or a MultiPV .jsonl(.gz) file.
+    A source is a joined corpus (training.corpus, e.g. ~/.cache/hackmate/corpus) or its pack (training.corpus_pack),
+    a shard directory, an old `prepare` directory, or a MultiPV .jsonl(.gz) file. A corpus and a pack bring their
+    own split as ``validation``.
     """
-    if path.is_dir() and corpus.is_corpus(path):
-        arrays, description, encoding = corpus.load_for_training(path, encoding)
+    if (path.is_dir() and corpus.is_corpus(path)) or (path.is_file() and corpus_pack.is_pack(path)):
+        if path.is_dir():
+            arrays, description, encoding_name = corpus.load_for_training(path, encoding)
+            arrays["validation"] = corpus.validation_split(path)
+        else:
+            arrays, description, encoding_name = corpus_pack.read(path)
+            if encoding is not None and encoding_name != encoding:
+                raise corpus_pack.PackError(f"{path}: positions encoded as {encoding_name!r}, not {encoding!r}")
         if temperature:  # one-entry policies (moves played) stay as they are
             arrays["policy_prob"] = shards.soft_policy(arrays["policy_score"], arrays["policy_offset"], temperature)
-        return arrays, description, encoding
+        return arrays, description, encoding_name
     if path.is_dir() and shards.is_shard_dir(path):
         arrays, meta = shards.load_dir(path, encoding, shards.TRAINING_COLUMNS)
         labeller = meta["labeller"]
@@ -119,8 +126,8 @@ def load_data(config: TrainConfig) -> tuple[dict[str, np.ndarray], dict]:
     parts, sources, encoding = [], [], None
     for name in sorted(config.data, key=lambda d: not Path(d).is_dir()):  # directories fix the encoding first
         arrays, description, encoding = load_source(Path(name), encoding, config.temperature)
-        arrays["validation"] = corpus.validation_split(Path(name)) if corpus.is_corpus(Path(name)) else \
-            validation_mask(arrays["game"], arrays["key"], config.validation)  # a corpus names its own split
+        if "validation" not in arrays:  # a corpus names its own split
+            arrays["validation"] = validation_mask(arrays["game"], arrays["key"], config.validation)
         parts.append(arrays)
         sources.append(description)
     arrays = parts[0] if len(parts) == 1 else shards.concatenate(parts)
@@ -131,7 +138,8 @@ def load_data(config: TrainConfig) -> tuple[dict[str, np.ndarray], dict]:
             excluded |= shards.dir_keys(Path(directory))
         drop = np.isin(arrays["key"], np.fromiter(excluded, dtype=np.uint64, count=len(excluded)))
         if (arrays["key"] == 0).any():
-            print("--exclude: old one-hot datasets carry no position keys; their positions were not checked")
+            print("--exclude: old one-hot datasets and corpus packs carry no position keys; their positions were "
+                  "not checked (a pack's corpus left the test set out when it was joined)")
         if drop.any():
             print(f"--exclude: dropped {int(drop.sum())} training positions found in {', '.join(config.exclude)}")
             arrays = shards.select(arrays, ~drop)
