@@ -46,13 +46,17 @@ def write(directory: Path, out: Path) -> dict:
                 "entries": len(arrays["policy_index"]), "validation": int(arrays["validation"].sum()),
                 "parts": description["parts"]}
     temporary = out.with_name(out.name + ".tmp")
-    with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_LZMA) as pack:
-        pack.writestr(MANIFEST, json.dumps(manifest, indent=1))
-        for name in COLUMNS:
-            with pack.open(f"{name}.npy", "w", force_zip64=True) as member:
-                # column by column: byte i of consecutive positions sits together and compresses ~30 times
-                np.lib.format.write_array(member, np.asfortranarray(arrays[name]), allow_pickle=False)
-    os.replace(temporary, out)
+    try:
+        with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_LZMA) as pack:
+            pack.writestr(MANIFEST, json.dumps(manifest, indent=1))  # first: is_pack knows even a truncated pack
+            for name in COLUMNS:
+                with pack.open(f"{name}.npy", "w", force_zip64=True) as member:
+                    # column by column: byte i of consecutive positions sits together and compresses ~30 times
+                    np.lib.format.write_array(member, np.asfortranarray(arrays[name]), allow_pickle=False)
+        os.replace(temporary, out)
+    except BaseException:
+        temporary.unlink(missing_ok=True)  # a failed pack leaves no partial file behind
+        raise
     return manifest
 
 
@@ -61,8 +65,21 @@ def is_pack(path: Path) -> bool:
     try:
         with zipfile.ZipFile(path) as pack:
             return json.loads(pack.read(MANIFEST)).get("format") == FORMAT
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, AttributeError):
+    except zipfile.BadZipFile:  # no readable zip directory (a truncated copy): a pack if it starts as one
+        return starts_as_pack(path)
+    except (OSError, ValueError, KeyError, AttributeError):
         return False
+
+
+def starts_as_pack(path: Path) -> bool:
+    """Whether ``path`` begins with a zip member named MANIFEST, as ``write`` starts every pack."""
+    name = MANIFEST.encode()
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(30 + len(name))  # a zip local file header is 30 bytes, then the member's name
+    except OSError:
+        return False
+    return header[:4] == b"PK\x03\x04" and header[26:28] == len(name).to_bytes(2, "little") and header[30:] == name
 
 
 def read(path: Path) -> tuple[dict[str, np.ndarray], dict, str]:

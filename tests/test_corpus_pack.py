@@ -1,0 +1,172 @@
+"""The corpus pack: a joined corpus's training columns and split in one file, which `train` reads as the corpus."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zipfile
+from pathlib import Path
+
+import chess
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tests.test_corpus import cache_dir, make, random_game, write_games  # noqa: F401 (cache_dir: a fixture)
+from training import corpus, corpus_pack, shards
+from training.__main__ import cli
+
+
+def write_multipv(path: Path) -> Path:
+    """A few MultiPV-labelled positions (three scored moves each): policies that a temperature reshapes."""
+    with gzip.open(path, "wt") as handle:
+        for seed in range(5):
+            board = chess.Board()
+            for move in random_game(200 + seed, plies=12).mainline_moves():
+                board.push(move)
+            pv = [[move.uci(), 60 - 25 * i, None] for i, move in enumerate(list(board.legal_moves)[:3])]
+            handle.write(json.dumps({"fen": board.fen(), "pv": pv, "result": "1/2-1/2"}) + "\n")
+    return path
+
+
+@pytest.fixture
+def packed(tmp_path, cache_dir) -> tuple[corpus.Corpus, Path]:  # noqa: F811 (cache_dir: the imported fixture)
+    """A joined corpus of two game files and MultiPV labels, every third game held out, and its pack."""
+    files = [write_games(tmp_path / "a.pgn", range(0, 5)), write_games(tmp_path / "b.pgn.xz", range(5, 10)),
+             write_multipv(tmp_path / "labels.jsonl.gz")]
+    made = make(files, validation_period=3)
+    pack = tmp_path / "corpus.pack"
+    corpus_pack.write(made.directory, pack)
+    return made, pack
+
+
+def assert_same_arrays(got: dict[str, np.ndarray], expected: dict[str, np.ndarray], names) -> None:
+    for name in names:
+        assert got[name].dtype == expected[name].dtype, name
+        np.testing.assert_array_equal(got[name], expected[name], err_msg=name)  # NaN (no eval) equals NaN
+
+
+def test_a_pack_reads_back_as_the_corpus_without_its_keys(packed):
+    made, pack = packed
+    expected, _, encoding = corpus.load_for_training(made.directory)
+    split = corpus.validation_split(made.directory)
+    arrays, description, packed_encoding = corpus_pack.read(pack)
+    assert packed_encoding == encoding
+    assert set(arrays) == set(shards.TRAINING_COLUMNS) | {"validation"}
+    assert_same_arrays(arrays, expected, (name for name in shards.TRAINING_COLUMNS if name != "key"))
+    assert arrays["key"].dtype == np.uint64 and not arrays["key"].any() and len(arrays["key"]) == len(split)
+    np.testing.assert_array_equal(arrays["validation"], split)
+    counts = made.manifest["counts"]
+    assert 0 < counts["validation"] < counts["positions"]
+    with zipfile.ZipFile(pack) as archive:
+        manifest = json.loads(archive.read(corpus_pack.MANIFEST))
+    assert manifest["positions"] == counts["positions"] == len(split)
+    assert manifest["entries"] == len(expected["policy_index"]) > manifest["positions"]  # the MultiPV entries
+    assert manifest["validation"] == counts["validation"] == int(split.sum())
+    assert description["positions"] == counts["positions"] and description["validation"] == counts["validation"]
+    assert description["packed"] and description["split"] == "games-1-in-3"
+
+
+def test_train_reads_a_pack_as_the_corpus(packed, tmp_path):
+    pytest.importorskip("torch")
+    from training.train import TrainConfig, load_data, train
+    made, pack = packed
+    held_out = made.manifest["counts"]["validation"]
+    columns = [name for name in shards.TRAINING_COLUMNS if name != "key"] + ["validation"]
+    plain = None
+    for temperature in (0.0, 50.0):
+        settings = dict(out=str(tmp_path / "run"), blocks=1, filters=8, epochs=1, batch_size=64, device="cpu",
+                        validation=0.5, temperature=temperature)
+        from_corpus, corpus_meta = load_data(TrainConfig(data=[str(made.directory)], **settings))
+        from_pack, pack_meta = load_data(TrainConfig(data=[str(pack)], **settings))
+        assert_same_arrays(from_pack, from_corpus, columns)
+        assert from_pack["validation"].sum() == held_out  # the corpus's split, not --validation's
+        assert pack_meta["encoding"] == corpus_meta["encoding"]
+        assert pack_meta["sources"][0]["split"] == corpus_meta["sources"][0]["split"] == "games-1-in-3"
+        if plain is None:
+            plain = from_pack["policy_prob"]
+        else:  # the temperature reshaped the MultiPV policies, on both sides alike
+            assert not np.allclose(from_pack["policy_prob"], plain)
+    cut = tmp_path / "cut.pack"
+    cut.write_bytes(pack.read_bytes()[:pack.stat().st_size // 2])
+    with pytest.raises(corpus_pack.PackError, match=f"{cut}: damaged or incomplete"):
+        load_data(TrainConfig(data=[str(cut)], out=str(tmp_path / "run")))
+    train(TrainConfig(data=[str(pack)], out=str(tmp_path / "run"), blocks=1, filters=8, epochs=1, batch_size=64,
+                      device="cpu", validation=0.5), progress=False)
+    assert json.loads((tmp_path / "run" / "history.json").read_text())[0]["val_samples"] == held_out
+
+
+def test_a_truncated_foreign_or_other_version_pack_is_refused(packed, tmp_path):
+    _, pack = packed
+    assert corpus_pack.is_pack(pack)
+    text = tmp_path / "games.pgn"
+    text.write_text("not a zip")
+    other_zip = tmp_path / "other.zip"
+    with zipfile.ZipFile(other_zip, "w") as archive:
+        archive.writestr("readme.txt", "hello")
+    assert not corpus_pack.is_pack(text) and not corpus_pack.is_pack(other_zip)
+    assert not corpus_pack.is_pack(tmp_path / "missing.pack") and not corpus_pack.is_pack(tmp_path)
+    for foreign in (text, other_zip):
+        with pytest.raises(corpus_pack.PackError, match=str(foreign)):
+            corpus_pack.read(foreign)
+
+    cut = tmp_path / "cut.pack"
+    data = pack.read_bytes()
+    cut.write_bytes(data[:len(data) // 2])
+    assert corpus_pack.is_pack(cut)  # known as a pack still, so that train refuses it rather than misreads it
+    with pytest.raises(corpus_pack.PackError, match=f"{cut}: damaged or incomplete corpus pack"):
+        corpus_pack.read(cut)
+
+    newer = tmp_path / "newer.pack"
+    with zipfile.ZipFile(pack) as source, zipfile.ZipFile(newer, "w") as archive:
+        for member in source.namelist():
+            content = source.read(member)
+            if member == corpus_pack.MANIFEST:
+                content = json.dumps({**json.loads(content), "version": corpus_pack.VERSION + 1}).encode()
+            archive.writestr(member, content)
+    assert corpus_pack.is_pack(newer)
+    with pytest.raises(corpus_pack.PackError, match=f"{newer}: not a version-{corpus_pack.VERSION} .*pack it again"):
+        corpus_pack.read(newer)
+
+
+def test_a_failed_write_leaves_no_file_and_keeps_the_previous_pack(packed, monkeypatch):
+    made, pack = packed
+    before = pack.read_bytes()
+    written = []
+    original = np.lib.format.write_array
+
+    def fail_on_the_third(*args, **kwargs):
+        written.append(1)
+        if len(written) == 3:
+            raise OSError("disk full")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(corpus_pack.np.lib.format, "write_array", fail_on_the_third)
+    fresh = pack.with_name("fresh.pack")
+    with pytest.raises(OSError, match="disk full"):
+        corpus_pack.write(made.directory, fresh)
+    written.clear()
+    with pytest.raises(OSError, match="disk full"):
+        corpus_pack.write(made.directory, pack)
+    assert not fresh.exists() and pack.read_bytes() == before
+    assert sorted(p.name for p in pack.parent.glob("*.pack*")) == ["corpus.pack"]  # no temporary left behind
+
+
+def test_the_cli_packs_a_corpus_and_refuses_a_directory_that_is_not_one(packed, tmp_path):
+    made, _ = packed
+    out = tmp_path / "cli.pack"
+    result = CliRunner().invoke(cli, ["corpus-pack", str(out), "--corpus", str(made.directory)])
+    assert result.exit_code == 0, result.output
+    assert f"{made.manifest['counts']['positions']:,} positions" in result.output
+    assert f"{made.manifest['counts']['validation']:,} in the validation split" in result.output
+    assert corpus_pack.read(out)[1]["positions"] == made.manifest["counts"]["positions"]
+    default = CliRunner().invoke(cli, ["corpus-pack", str(tmp_path / "default.pack")])  # ROOT/corpus: the latest
+    assert default.exit_code == 0, default.output
+    assert corpus_pack.read(tmp_path / "default.pack")[1]["corpus"] == corpus_pack.read(out)[1]["corpus"]
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = CliRunner().invoke(cli, ["corpus-pack", str(tmp_path / "x.pack"), "--corpus", str(empty)])
+    assert refused.exit_code == 1 and isinstance(refused.exception, SystemExit)  # a message, not a traceback
+    assert f"{empty} is not a joined corpus" in refused.output and "python -m training corpus" in refused.output
+    assert not (tmp_path / "x.pack").exists()
