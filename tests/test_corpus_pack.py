@@ -6,6 +6,7 @@ import gzip
 import json
 import zipfile
 from pathlib import Path
+from typing import Iterable
 
 import chess
 import numpy as np
@@ -40,7 +41,8 @@ def packed(tmp_path, cache_dir) -> tuple[corpus.Corpus, Path]:  # noqa: F811 (ca
     return made, pack
 
 
-def assert_same_arrays(got: dict[str, np.ndarray], expected: dict[str, np.ndarray], names) -> None:
+def assert_same_arrays(got: dict[str, np.ndarray], expected: dict[str, np.ndarray], names: Iterable[str]) -> None:
+    """Each named column of ``got`` has the dtype and values of ``expected``'s."""
     for name in names:
         assert got[name].dtype == expected[name].dtype, name
         np.testing.assert_array_equal(got[name], expected[name], err_msg=name)  # NaN (no eval) equals NaN
@@ -117,6 +119,16 @@ def test_a_truncated_foreign_or_other_version_pack_is_refused(packed, tmp_path):
     with pytest.raises(corpus_pack.PackError, match=f"{cut}: damaged or incomplete corpus pack"):
         corpus_pack.read(cut)
 
+    flipped = tmp_path / "flipped.pack"  # whole, but a member's compressed bytes damaged: LZMA's own error
+    with zipfile.ZipFile(pack) as source:
+        planes = source.getinfo("planes.npy")
+    data = bytearray(pack.read_bytes())
+    middle = planes.header_offset + 30 + len("planes.npy") + planes.compress_size // 2
+    data[middle:middle + 64] = bytes(64)
+    flipped.write_bytes(bytes(data))
+    with pytest.raises(corpus_pack.PackError, match=f"{flipped}: damaged or incomplete corpus pack"):
+        corpus_pack.read(flipped)
+
     newer = tmp_path / "newer.pack"
     with zipfile.ZipFile(pack) as source, zipfile.ZipFile(newer, "w") as archive:
         for member in source.namelist():
@@ -163,6 +175,10 @@ def test_the_cli_packs_a_corpus_and_refuses_a_directory_that_is_not_one(packed, 
     default = CliRunner().invoke(cli, ["corpus-pack", str(tmp_path / "default.pack")])  # ROOT/corpus: the latest
     assert default.exit_code == 0, default.output
     assert corpus_pack.read(tmp_path / "default.pack")[1]["corpus"] == corpus_pack.read(out)[1]["corpus"]
+
+    nested = tmp_path / "new" / "folder" / "cli.pack"  # a missing folder is made
+    assert CliRunner().invoke(cli, ["corpus-pack", str(nested), "--corpus", str(made.directory)]).exit_code == 0
+    assert corpus_pack.is_pack(nested)
 
     empty = tmp_path / "empty"
     empty.mkdir()

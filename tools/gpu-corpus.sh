@@ -10,7 +10,7 @@
 # Back in $OUT: A-swa.pt, B-swa.pt, C-swa.pt (the running means), A/B/C-checkpoint.pt (last weights and optimiser, to
 # resume from) and logs.tar (logs, history.json, curves.png). Evaluate and export them on the CPU machine.
 # Carry (.carry/): corpus.pack (python -m training corpus-pack .carry/corpus.pack) and chess.zip (python-chess, which
-# the GPU machine lacks: (cd .venv/lib/python3.*/site-packages && python -m zipfile -c $PWD/.carry/chess.zip chess/)).
+# the GPU machine lacks: (cd .venv/lib/python3.*/site-packages && python -m zipfile -c "$OLDPWD/.carry/chess.zip" chess/)).
 # MIN: minutes this call may take in all (default 9.3, inside the device's 10 a call).
 # Toy scale on a CPU (3,000 positions of the pack, a fraction of a minute):
 #   SCALE=toy MIN=1.2 OUT=/tmp/out WORK=/tmp/gpu-corpus bash tools/gpu-corpus.sh

@@ -75,8 +75,8 @@ SPLIT_FIELDS = ("result_weight", "temperature", "validation", "max_samples", "de
 @click.argument("data", nargs=-1, required=True, type=EXISTING)
 @options_from(TrainConfig, skip=("data",), overrides={"out": {"type": FOLDER}, "exclude": {"type": EXISTING_FOLDER}})
 def train(data: tuple[str, ...], **settings) -> None:
-    """Train the policy-value ResNet on label-shard directories, old `prepare` datasets and MultiPV
-    .jsonl(.gz) files, in any mix."""
+    """Train the policy-value ResNet on a joined corpus or its pack (which bring their own validation split),
+    label-shard directories, old `prepare` datasets and MultiPV .jsonl(.gz) files, in any mix."""
     from training.train import train as run
     with clear_errors():
         path = run(TrainConfig(data=list(data), **settings))

@@ -23,8 +23,9 @@ EVERY_RANDOM_CHOICE = "Seed of every random choice (games, sampling, noise)."
 class TrainConfig:
     """Supervised policy-value training (training.train)."""
 
-    data: list[str] = setting(help="Label-shard directories, old `prepare` datasets and MultiPV .jsonl(.gz) files, "
-                                   "in any mix.")
+    data: list[str] = setting(help="A joined corpus (e.g. ~/.cache/hackmate/corpus) or its pack (corpus-pack), "
+                                   "label-shard directories, old `prepare` datasets and MultiPV .jsonl(.gz) files, "
+                                   "in any mix; a corpus and a pack bring their own validation split.")
     out: str = setting(help="Run directory.")
     blocks: int = setting(6, "Residual blocks of the network.")
     filters: int = setting(64, "Channels of every residual block.")
@@ -107,8 +108,8 @@ class LabelConfig:
 class DistilConfig:
     """Policy distillation into training targets (training.distil)."""
 
-    sources: list[str] = setting(help="Training data whose targets get the teachers' policy (shard directories, "
-                                      "`prepare` datasets, MultiPV files).")
+    sources: list[str] = setting(help="Training data whose targets get the teachers' policy (a corpus or its pack, "
+                                      "shard directories, `prepare` datasets, MultiPV files).")
     teachers: list[str] = setting(help="A network (.pt) whose policy goes into the targets; repeat for an ensemble "
                                        "(probabilities averaged).")
     out: str = setting(help="Shard directory.")

@@ -2,7 +2,7 @@
 
 ``python -m training corpus-pack OUT`` writes the training columns of the current corpus
 (``ROOT/corpus``, training.corpus) and its validation split as one zip of LZMA-compressed
-``.npy`` members: 2.8M positions take some 36 MB instead of the parts' 730 MB, because the
+``.npy`` members: 2.8M positions take 38.7 MB instead of the parts' 730 MB, because the
 positions of a game differ in a few bytes and the planes are stored column by column.
 ``train PACK`` then trains as on the corpus itself (the same rows, split and policies).
 
@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import io
 import json
+import lzma
 import os
 import zipfile
 from pathlib import Path
+from typing import Optional
 
 import click
 import numpy as np
@@ -67,7 +69,7 @@ def is_pack(path: Path) -> bool:
             return json.loads(pack.read(MANIFEST)).get("format") == FORMAT
     except zipfile.BadZipFile:  # no readable zip directory (a truncated copy): a pack if it starts as one
         return starts_as_pack(path)
-    except (OSError, ValueError, KeyError, AttributeError):
+    except (OSError, ValueError, KeyError, AttributeError, lzma.LZMAError):
         return False
 
 
@@ -82,9 +84,10 @@ def starts_as_pack(path: Path) -> bool:
     return header[:4] == b"PK\x03\x04" and header[26:28] == len(name).to_bytes(2, "little") and header[30:] == name
 
 
-def read(path: Path) -> tuple[dict[str, np.ndarray], dict, str]:
+def read(path: Path, encoding: Optional[str] = None) -> tuple[dict[str, np.ndarray], dict, str]:
     """(arrays of shards.TRAINING_COLUMNS plus ``validation``, description, encoding name) of the pack ``path``.
-    The keys are zero (not packed). A damaged or foreign pack is refused with the reason."""
+    The keys are zero (not packed). A damaged or foreign pack, or one of another ``encoding`` than the one asked
+    for, is refused with the reason."""
     try:
         with zipfile.ZipFile(path) as pack:
             manifest = json.loads(pack.read(MANIFEST))
@@ -93,18 +96,21 @@ def read(path: Path) -> tuple[dict[str, np.ndarray], dict, str]:
                                 f"version {manifest.get('version')!r}); pack it again with this code")
             arrays = {name: np.ascontiguousarray(np.lib.format.read_array(io.BytesIO(pack.read(f"{name}.npy"))))
                       for name in COLUMNS}
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+            n, entries = manifest["positions"], manifest["entries"]
+            description = {"path": str(path), "corpus": manifest["corpus"], "positions": n,
+                           "split": manifest["split"], "validation": manifest["validation"],
+                           "parts": manifest["parts"], "packed": True}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, lzma.LZMAError) as error:
         raise PackError(f"{path}: damaged or incomplete corpus pack ({error}); pack it again "
                         "(python -m training corpus-pack)") from None
-    n, entries = manifest["positions"], manifest["entries"]
     for name, array in arrays.items():
         rows = entries if name in shards.POLICY_ARRAYS else n + (name == "policy_offset")
         expected = np.dtype(bool) if name == "validation" else shards.ARRAYS[name]
         if len(array) != rows or array.dtype != expected:
             raise PackError(f"{path}: {name} holds {array.dtype} x {len(array)}, the manifest says {expected} x {rows}")
+    if encoding is not None and manifest["encoding"] != encoding:
+        raise PackError(f"{path}: positions encoded as {manifest['encoding']!r}, not {encoding!r}")
     arrays["key"] = np.zeros(n, dtype=np.uint64)
-    description = {"path": str(path), "corpus": manifest["corpus"], "positions": n, "split": manifest["split"],
-                   "validation": manifest["validation"], "parts": manifest["parts"], "packed": True}
     return arrays, description, manifest["encoding"]
 
 
@@ -112,13 +118,17 @@ def read(path: Path) -> tuple[dict[str, np.ndarray], dict, str]:
 @click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--corpus", "directory", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="The joined corpus to pack (default: the cache's current one, ROOT/corpus).")
-def corpus_pack_command(out: Path, directory: Path | None) -> None:
+def corpus_pack_command(out: Path, directory: Optional[Path]) -> None:
     """Write the corpus's training columns and validation split as one compressed file OUT, which `train` reads as
     it reads the corpus (to train on a machine without the cache, e.g. a GPU rental)."""
     with clear_errors():
         directory = directory or cache.root() / corpus.CURRENT
         if not corpus.is_corpus(directory):
             raise click.ClickException(f"{directory} is not a joined corpus: run `python -m training corpus` first")
-        manifest = write(directory, out)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            manifest = write(directory, out)
+        except OSError as error:
+            raise click.ClickException(f"{out}: cannot write the pack ({error})") from None
     click.echo(f"{out}: {manifest['positions']:,} positions ({manifest['validation']:,} in the validation split "
                f"{manifest['split']!r}), {out.stat().st_size / 1e6:.1f} MB")

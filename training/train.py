@@ -91,14 +91,13 @@ def load_source(path: Path, encoding: Optional[str], temperature: float) -> tupl
     a shard directory, an old `prepare` directory, or a MultiPV .jsonl(.gz) file. A corpus and a pack bring their
     own split as ``validation``.
     """
-    if (path.is_dir() and corpus.is_corpus(path)) or (path.is_file() and corpus_pack.is_pack(path)):
-        if path.is_dir():
+    joined, packed = path.is_dir() and corpus.is_corpus(path), path.is_file() and corpus_pack.is_pack(path)
+    if joined or packed:
+        if joined:
             arrays, description, encoding_name = corpus.load_for_training(path, encoding)
             arrays["validation"] = corpus.validation_split(path)
         else:
-            arrays, description, encoding_name = corpus_pack.read(path)
-            if encoding is not None and encoding_name != encoding:
-                raise corpus_pack.PackError(f"{path}: positions encoded as {encoding_name!r}, not {encoding!r}")
+            arrays, description, encoding_name = corpus_pack.read(path, encoding)
         if temperature:  # one-entry policies (moves played) stay as they are
             arrays["policy_prob"] = shards.soft_policy(arrays["policy_score"], arrays["policy_offset"], temperature)
         return arrays, description, encoding_name
@@ -122,9 +121,12 @@ def load_source(path: Path, encoding: Optional[str], temperature: float) -> tupl
 
 def load_data(config: TrainConfig) -> tuple[dict[str, np.ndarray], dict]:
     """Every source concatenated, minus --exclude positions, sampled down to --max-samples; ``validation`` marks
-    the held-out positions (a corpus's own split, whole games by --validation in other sources)."""
+    the held-out positions (a corpus's or a pack's own split, whole games by --validation in other sources)."""
     parts, sources, encoding = [], [], None
-    for name in sorted(config.data, key=lambda d: not Path(d).is_dir()):  # directories fix the encoding first
+    def fixes_encoding(name: str) -> bool:  # sources that record their encoding come first and set it
+        return Path(name).is_dir() or corpus_pack.is_pack(Path(name))
+
+    for name in sorted(config.data, key=lambda d: not fixes_encoding(d)):
         arrays, description, encoding = load_source(Path(name), encoding, config.temperature)
         if "validation" not in arrays:  # a corpus names its own split
             arrays["validation"] = validation_mask(arrays["game"], arrays["key"], config.validation)
