@@ -67,6 +67,20 @@ def test_a_pack_reads_back_as_the_corpus_without_its_keys(packed):
     assert manifest["validation"] == counts["validation"] == int(split.sum())
     assert description["positions"] == counts["positions"] and description["validation"] == counts["validation"]
     assert description["packed"] and description["split"] == "games-1-in-3"
+    assert manifest["policy_prob_temperature"] == corpus_pack.PROB_TEMPERATURE  # the probabilities were left out
+    with zipfile.ZipFile(pack) as archive:
+        assert "policy_prob.npy" not in archive.namelist()
+
+
+def test_probabilities_that_are_not_the_scores_soft_policy_are_packed(packed, tmp_path, monkeypatch):
+    made, _ = packed
+    monkeypatch.setattr(corpus_pack, "PROB_TEMPERATURE", 7.0)  # not the temperature the corpus labelled with
+    pack = tmp_path / "stored.pack"
+    assert corpus_pack.write(made.directory, pack)["policy_prob_temperature"] is None
+    with zipfile.ZipFile(pack) as archive:
+        assert "policy_prob.npy" in archive.namelist()
+    expected, _, _ = corpus.load_for_training(made.directory)
+    assert_same_arrays(corpus_pack.read(pack)[0], expected, ("policy_prob", "policy_score", "policy_offset"))
 
 
 def test_train_reads_a_pack_as_the_corpus(packed, tmp_path):

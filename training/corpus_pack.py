@@ -2,7 +2,7 @@
 
 ``python -m training corpus-pack OUT`` writes the training columns of the current corpus
 (``ROOT/corpus``, training.corpus) and its validation split as one zip of LZMA-compressed
-``.npy`` members: 2.8M positions take 38.7 MB instead of the parts' 730 MB, because the
+``.npy`` members: 2.8M positions take 33.9 MB instead of the parts' 730 MB, because the
 positions of a game differ in a few bytes and the planes are stored column by column.
 ``train PACK`` then trains as on the corpus itself (the same rows, split and policies).
 
@@ -32,6 +32,9 @@ VERSION = 1
 MANIFEST = "manifest.json"
 #: The packed columns: every training column but the key, and the split.
 COLUMNS = tuple(name for name in shards.TRAINING_COLUMNS if name != "key") + ("validation",)
+#: The corpus's policy probabilities are its scores' soft policy at this temperature (MultiPV labels; one-entry
+#: policies are 1): where they all are, the pack leaves them out (a fifth of its size) and ``read`` recomputes them.
+PROB_TEMPERATURE = shards.DEFAULT_TEMPERATURE
 
 
 class PackError(shards.DataError):
@@ -43,15 +46,17 @@ def write(directory: Path, out: Path) -> dict:
     under its name); returns the pack's manifest."""
     arrays, description, encoding = corpus.load_for_training(directory)
     arrays["validation"] = corpus.validation_split(directory)
+    derived = np.array_equal(arrays["policy_prob"], derived_probabilities(arrays, PROB_TEMPERATURE))
     manifest = {"format": FORMAT, "version": VERSION, "encoding": encoding, "corpus": description["corpus"],
                 "split": description["split"], "positions": len(arrays["key"]),
                 "entries": len(arrays["policy_index"]), "validation": int(arrays["validation"].sum()),
-                "parts": description["parts"]}
+                "parts": description["parts"], "policy_prob_temperature": PROB_TEMPERATURE if derived else None}
+    columns = [name for name in COLUMNS if not (derived and name == "policy_prob")]
     temporary = out.with_name(out.name + ".tmp")
     try:
         with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_LZMA) as pack:
             pack.writestr(MANIFEST, json.dumps(manifest, indent=1))  # first: is_pack knows even a truncated pack
-            for name in COLUMNS:
+            for name in columns:
                 with pack.open(f"{name}.npy", "w", force_zip64=True) as member:
                     # column by column: byte i of consecutive positions sits together and compresses ~30 times
                     np.lib.format.write_array(member, np.asfortranarray(arrays[name]), allow_pickle=False)
@@ -60,6 +65,11 @@ def write(directory: Path, out: Path) -> dict:
         temporary.unlink(missing_ok=True)  # a failed pack leaves no partial file behind
         raise
     return manifest
+
+
+def derived_probabilities(arrays: dict[str, np.ndarray], temperature: float) -> np.ndarray:
+    """The policy probabilities that the scores give at ``temperature`` (training.shards.soft_policy)."""
+    return shards.soft_policy(arrays["policy_score"], arrays["policy_offset"], temperature).astype(np.float32)
 
 
 def is_pack(path: Path) -> bool:
@@ -94,8 +104,11 @@ def read(path: Path, encoding: Optional[str] = None) -> tuple[dict[str, np.ndarr
             if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
                 raise PackError(f"{path}: not a version-{VERSION} {FORMAT} (it says {manifest.get('format')!r} "
                                 f"version {manifest.get('version')!r}); pack it again with this code")
+            temperature = manifest.get("policy_prob_temperature")
             arrays = {name: np.ascontiguousarray(np.lib.format.read_array(io.BytesIO(pack.read(f"{name}.npy"))))
-                      for name in COLUMNS}
+                      for name in COLUMNS if not (temperature and name == "policy_prob")}
+            if temperature:
+                arrays["policy_prob"] = derived_probabilities(arrays, temperature)
             n, entries = manifest["positions"], manifest["entries"]
             description = {"path": str(path), "corpus": manifest["corpus"], "positions": n,
                            "split": manifest["split"], "validation": manifest["validation"],
