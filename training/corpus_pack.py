@@ -68,8 +68,8 @@ def write(directory: Path, out: Path) -> dict:
 
 
 def derived_probabilities(arrays: dict[str, np.ndarray], temperature: float) -> np.ndarray:
-    """The policy probabilities that the scores give at ``temperature`` (training.shards.soft_policy)."""
-    return shards.soft_policy(arrays["policy_score"], arrays["policy_offset"], temperature).astype(np.float32)
+    """The policy probabilities (float32) that the scores give at ``temperature`` (training.shards.soft_policy)."""
+    return shards.soft_policy(arrays["policy_score"], arrays["policy_offset"], temperature)
 
 
 def is_pack(path: Path) -> bool:
