@@ -4,9 +4,10 @@
 # all, the machine's start included, and a call at most 10). The corpus travels packed (training corpus-pack, about
 # 32 MiB for 2.8M positions), so the call spends its time training, not preparing:
 #   A  the control: lr 1e-3 cosine over the call's time, batch 1024, soft MultiPV targets at 10 cp, --mirror, a
-#      running mean of the weights every 50 batches;
-#   B  as A, with a quarter of the game result in the value target (--result-weight 0.25; issue 41's value item);
-#   C  as A, for at most 3 passes (the union run's 22 passes over 1.3M positions overfit the policy).
+#      running mean of the weights every 50 batches, --seed 7;
+#   B  as A with --seed 8: a sibling for a weight average ("model soup") of runs from the same network;
+#   C  as A with --lr 5e-4 --seed 9: a smaller step away from the shipped network, a third member.
+# (The twentieth round's call, commit 1e30169, ran B with --result-weight 0.25 and C for at most 3 passes.)
 # Back in $OUT: A-swa.pt, B-swa.pt, C-swa.pt (the running means), A/B/C-checkpoint.pt (last weights and optimiser, to
 # resume from) and logs.tar (logs, history.json, curves.png). Evaluate and export them on the CPU machine.
 # Carry (.carry/): corpus.pack (python -m training corpus-pack .carry/corpus.pack) and chess.zip (python-chess, which
@@ -32,14 +33,14 @@ echo "three runs at once, $BUDGET minutes each, on $DEV; pack $(du -h "$PACK" | 
 run() {  # name, then train's options beside the common ones
   local name=$1; shift
   OMP_NUM_THREADS=4 timeout "$KILL" python3 -m training train "$PACK" --out "$WORK/$name" --init weights/resnet.pt \
-    --batch-size "$BS" --lr 1e-3 --temperature 10 --swa-every "$SWA" --mirror --device "$DEV" --seed 7 \
+    --batch-size "$BS" --lr 1e-3 --temperature 10 --swa-every "$SWA" --mirror --device "$DEV" \
     --budget-minutes "$BUDGET" --max-minutes "$STOP" "${EXTRA[@]}" "$@" > "$WORK/$name.log" 2>&1
   echo "== $name exit $? after $((SECONDS - START)) s"
   tr '\r' '\n' < "$WORK/$name.log" | grep -v '^\s*$' | grep -v 'batch/s\]$\|s/batch\]$' | tail -4
 }
-run A --epochs 40 > "$WORK/A.out" &
-run B --epochs 40 --result-weight 0.25 > "$WORK/B.out" &
-run C --epochs 3 > "$WORK/C.out" &
+run A --epochs 40 --seed 7 > "$WORK/A.out" &
+run B --epochs 40 --seed 8 > "$WORK/B.out" &
+run C --epochs 40 --seed 9 --lr 5e-4 > "$WORK/C.out" &
 wait
 cat "$WORK/A.out" "$WORK/B.out" "$WORK/C.out"
 for x in A B C; do
