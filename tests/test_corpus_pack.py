@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Iterable
 
 import chess
+import chess.engine
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -68,8 +69,39 @@ def test_a_pack_reads_back_as_the_corpus_without_its_keys(packed):
     assert description["positions"] == counts["positions"] and description["validation"] == counts["validation"]
     assert description["packed"] and description["split"] == "games-1-in-3"
     assert manifest["policy_prob_temperature"] == corpus_pack.PROB_TEMPERATURE  # the probabilities were left out
+    assert manifest["wdl_model"] == "sf15.1"  # and the W/D/L targets, recomputed equal (assert_same_arrays above)
     with zipfile.ZipFile(pack) as archive:
-        assert "policy_prob.npy" not in archive.namelist()
+        assert "policy_prob.npy" not in archive.namelist() and "wdl.npy" not in archive.namelist()
+        assert "wdl_known.npy" in archive.namelist()
+
+
+def test_derived_wdl_is_python_chess_sf15_1_model_for_every_score_and_ply():
+    # centipawns, and +-(32000 - n) for mate in n (-32000: mated)
+    scores = [-32000, -31990, -5000, -1200, -361, -100, -37, -1, 0, 1, 2, 50, 99, 361, 777, 1500, 12000, 31995, 31999]
+    plies = [-1, 0, 1, 17, 64, 100, 239, 240, 400]
+    cases = [(score, ply) for score in scores for ply in plies]
+    known = np.array([i % 7 != 3 for i in range(len(cases))])  # some positions have no evaluation: NaN
+    arrays = {"policy_score": np.array([score for score, _ in cases] + [5], dtype=np.int32),
+              "policy_offset": np.arange(len(cases) + 1, dtype=np.int64),
+              "ply": np.array([ply for _, ply in cases], dtype=np.int16)}
+    got = corpus_pack.derived_wdl(arrays, known)
+    for (score, ply), row, has_one in zip(cases, got, known):
+        engine = chess.engine.Mate(32000 - score) if score > 31000 else \
+            chess.engine.Mate(-(32000 + score)) if score < -31000 else chess.engine.Cp(score)
+        expected = shards.wdl_target(engine, ply) if has_one else np.full(3, np.nan, dtype=np.float32)
+        np.testing.assert_array_equal(row, expected, err_msg=f"{engine} at ply {ply}")
+    assert got.dtype == np.float32
+
+
+def test_wdl_targets_that_the_scores_do_not_give_are_packed(packed, tmp_path, monkeypatch):
+    made, _ = packed
+    expected, _, _ = corpus.load_for_training(made.directory)
+    monkeypatch.setattr(corpus_pack, "derived_wdl", lambda arrays, known: np.zeros_like(arrays["wdl"]))
+    pack = tmp_path / "stored.pack"
+    assert corpus_pack.write(made.directory, pack)["wdl_model"] is None
+    with zipfile.ZipFile(pack) as archive:
+        assert "wdl.npy" in archive.namelist() and "wdl_known.npy" not in archive.namelist()
+    assert_same_arrays(corpus_pack.read(pack)[0], expected, ("wdl",))
 
 
 def test_probabilities_that_are_not_the_scores_soft_policy_are_packed(packed, tmp_path, monkeypatch):

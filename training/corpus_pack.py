@@ -2,13 +2,15 @@
 
 ``python -m training corpus-pack OUT`` writes the training columns of the current corpus
 (``ROOT/corpus``, training.corpus) and its validation split as one zip of LZMA-compressed
-``.npy`` members: 2.8M positions take 33.9 MB instead of the parts' 730 MB, because the
+``.npy`` members: 3.3M positions take about 34 MB instead of the parts' 860 MB, because the
 positions of a game differ in a few bytes and the planes are stored column by column.
 ``train PACK`` then trains as on the corpus itself (the same rows, split and policies).
 
 The position keys are left out (incompressible, 8 bytes a position): the corpus already
 dropped the test set's positions, so a pack needs none; ``train --exclude`` says that it
-cannot check a pack's positions, as for old one-hot datasets.
+cannot check a pack's positions, as for old one-hot datasets. So are the columns that the
+scores give (the MultiPV policy probabilities, the W/D/L targets), where they all are what
+they give; ``read`` recomputes them.
 """
 
 from __future__ import annotations
@@ -28,13 +30,18 @@ from training import cache, corpus, shards
 from training.errors import clear_errors
 
 FORMAT = "hackmate-corpus-pack"
-VERSION = 1
+VERSION = 2
 MANIFEST = "manifest.json"
 #: The packed columns: every training column but the key, and the split.
 COLUMNS = tuple(name for name in shards.TRAINING_COLUMNS if name != "key") + ("validation",)
+#: Packed instead of the W/D/L targets where they are derived: which positions have one (an engine's evaluation).
+WDL_KNOWN = "wdl_known"
 #: The corpus's policy probabilities are its scores' soft policy at this temperature (MultiPV labels; one-entry
 #: policies are 1): where they all are, the pack leaves them out (a fifth of its size) and ``read`` recomputes them.
 PROB_TEMPERATURE = shards.DEFAULT_TEMPERATURE
+#: The corpus's W/D/L targets are its positions' first scores under this model (shards.wdl_target; the eighth of
+#: the pack that is left out where they all are).
+WDL_MODEL = shards.WDL_MODEL
 
 
 class PackError(shards.DataError):
@@ -47,11 +54,16 @@ def write(directory: Path, out: Path) -> dict:
     arrays, description, encoding = corpus.load_for_training(directory)
     arrays["validation"] = corpus.validation_split(directory)
     derived = np.array_equal(arrays["policy_prob"], derived_probabilities(arrays, PROB_TEMPERATURE))
+    known = ~np.isnan(arrays["wdl"][:, 0])
+    wdl_derived = np.array_equal(arrays["wdl"], derived_wdl(arrays, known), equal_nan=True)
+    if wdl_derived:
+        arrays[WDL_KNOWN] = known
     manifest = {"format": FORMAT, "version": VERSION, "encoding": encoding, "corpus": description["corpus"],
                 "split": description["split"], "positions": len(arrays["key"]),
                 "entries": len(arrays["policy_index"]), "validation": int(arrays["validation"].sum()),
-                "parts": description["parts"], "policy_prob_temperature": PROB_TEMPERATURE if derived else None}
-    columns = [name for name in COLUMNS if not (derived and name == "policy_prob")]
+                "parts": description["parts"], "policy_prob_temperature": PROB_TEMPERATURE if derived else None,
+                "wdl_model": WDL_MODEL if wdl_derived else None}
+    columns = packed_columns(derived, wdl_derived)
     temporary = out.with_name(out.name + ".tmp")
     try:
         with zipfile.ZipFile(temporary, "w", compression=zipfile.ZIP_LZMA) as pack:
@@ -67,9 +79,37 @@ def write(directory: Path, out: Path) -> dict:
     return manifest
 
 
+def packed_columns(probabilities_derived: bool, wdl_derived: bool) -> list[str]:
+    """The columns a pack holds: COLUMNS less what is derived, with WDL_KNOWN in place of derived W/D/L."""
+    left_out = ({"policy_prob"} if probabilities_derived else set()) | ({"wdl"} if wdl_derived else set())
+    return [name for name in COLUMNS if name not in left_out] + ([WDL_KNOWN] if wdl_derived else [])
+
+
 def derived_probabilities(arrays: dict[str, np.ndarray], temperature: float) -> np.ndarray:
     """The policy probabilities (float32) that the scores give at ``temperature`` (training.shards.soft_policy)."""
     return shards.soft_policy(arrays["policy_score"], arrays["policy_offset"], temperature)
+
+
+def derived_wdl(arrays: dict[str, np.ndarray], known: np.ndarray) -> np.ndarray:
+    """The W/D/L targets (float32; NaN where ``known`` is False) that each position's first score, its evaluation or
+    its best MultiPV line's, gives at its ply: shards.wdl_target for every position at once, through python-chess's
+    Stockfish 15.1 model (``chess.engine._sf15_1_wins``) step for step. A mate's score (+-(MATE_CP - n)) is past the
+    model's clamp and gives 1000 / 0 / 0 as python-chess's Mate does."""
+    offsets = arrays["policy_offset"]
+    first = np.minimum(offsets[:-1], max(len(arrays["policy_score"]) - 1, 0))  # a position without entries: no match
+    cp = arrays["policy_score"][first].astype(np.float64) if len(arrays["policy_score"]) else np.zeros(len(known))
+    m = np.clip(arrays["ply"].astype(np.float64), 0, 240) / 64
+    a = (((-0.58270499 * m + 2.68512549) * m + 15.24638015) * m) + 344.49745382
+    b = (((-2.65734562 * m + 15.96509799) * m + -20.69040836) * m) + 73.61029937
+
+    def wins(score: np.ndarray) -> np.ndarray:
+        x = np.clip(score * 361 / 100, -4000, 4000)  # Stockfish 15.1's NormalizeToPawnValue: 361
+        return np.floor(0.5 + 1000 / (1 + np.exp((a - x) / b)))
+
+    won, lost = wins(cp), wins(-cp)
+    wdl = np.stack([won, 1000 - won - lost, lost], axis=1).astype(np.float32) / np.float32(1000.0)
+    wdl[~known] = np.nan
+    return wdl
 
 
 def is_pack(path: Path) -> bool:
@@ -104,9 +144,11 @@ def read(path: Path, encoding: Optional[str] = None) -> tuple[dict[str, np.ndarr
             if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
                 raise PackError(f"{path}: not a version-{VERSION} {FORMAT} (it says {manifest.get('format')!r} "
                                 f"version {manifest.get('version')!r}); pack it again with this code")
-            temperature = manifest.get("policy_prob_temperature")
+            temperature, wdl_model = manifest.get("policy_prob_temperature"), manifest.get("wdl_model")
+            if wdl_model not in (None, WDL_MODEL):
+                raise PackError(f"{path}: W/D/L targets of the {wdl_model!r} model, not {WDL_MODEL!r}")
             arrays = {name: np.ascontiguousarray(np.lib.format.read_array(io.BytesIO(pack.read(f"{name}.npy"))))
-                      for name in COLUMNS if not (temperature and name == "policy_prob")}
+                      for name in packed_columns(bool(temperature), bool(wdl_model))}
             if temperature:
                 arrays["policy_prob"] = derived_probabilities(arrays, temperature)
             n, entries = manifest["positions"], manifest["entries"]
@@ -118,9 +160,11 @@ def read(path: Path, encoding: Optional[str] = None) -> tuple[dict[str, np.ndarr
                         "(python -m training corpus-pack)") from None
     for name, array in arrays.items():
         rows = entries if name in shards.POLICY_ARRAYS else n + (name == "policy_offset")
-        expected = np.dtype(bool) if name == "validation" else shards.ARRAYS[name]
+        expected = np.dtype(bool) if name in ("validation", WDL_KNOWN) else shards.ARRAYS[name]
         if len(array) != rows or array.dtype != expected:
             raise PackError(f"{path}: {name} holds {array.dtype} x {len(array)}, the manifest says {expected} x {rows}")
+    if wdl_model:
+        arrays["wdl"] = derived_wdl(arrays, arrays.pop(WDL_KNOWN))
     if encoding is not None and manifest["encoding"] != encoding:
         raise PackError(f"{path}: positions encoded as {manifest['encoding']!r}, not {encoding!r}")
     arrays["key"] = np.zeros(n, dtype=np.uint64)
