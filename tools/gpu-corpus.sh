@@ -12,13 +12,15 @@
 # resume from) and logs.tar (logs, history.json, curves.png). Evaluate and export them on the CPU machine.
 # Carry (.carry/): corpus.pack (python -m training corpus-pack .carry/corpus.pack) and chess.zip (python-chess, which
 # the GPU machine lacks: (cd .venv/lib/python3.*/site-packages && python -m zipfile -c "$OLDPWD/.carry/chess.zip" chess/)).
-# MIN: minutes this call may take in all (default 9.3, inside the device's 10 a call).
+# MIN: minutes this call may take in all (default 9.3, inside the device's 10 a call). INIT: the network the runs
+# start from (default weights/resnet.pt; e.g. weights/candidates/gpu21-abc.pt).
 # Toy scale on a CPU (3,000 positions of the pack, a fraction of a minute):
 #   SCALE=toy MIN=1.2 OUT=/tmp/out WORK=/tmp/gpu-corpus bash tools/gpu-corpus.sh
 set -u
 START=$SECONDS
 CARRY=${CARRY:-.carry}; export PYTHONPATH=$CARRY/chess.zip${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; WORK=${WORK:-runs/gpu-corpus}; MIN=${MIN:-9.3}; PACK=${PACK:-$CARRY/corpus.pack}
+INIT=${INIT:-weights/resnet.pt}
 mkdir -p "$OUT" "$WORK"
 if [ "${SCALE:-full}" = toy ]; then
   DEV=cpu; BS=64; SWA=2; EXTRA=(--max-samples 3000); RESERVE=45
@@ -32,7 +34,7 @@ KILL=$(python3 -c "print(int($MIN * 60 - 20))")                # the last resort
 echo "three runs at once, $BUDGET minutes each, on $DEV; pack $(du -h "$PACK" | cut -f1)"
 run() {  # name, then train's options beside the common ones
   local name=$1; shift
-  OMP_NUM_THREADS=4 timeout "$KILL" python3 -m training train "$PACK" --out "$WORK/$name" --init weights/resnet.pt \
+  OMP_NUM_THREADS=4 timeout "$KILL" python3 -m training train "$PACK" --out "$WORK/$name" --init "$INIT" \
     --batch-size "$BS" --lr 1e-3 --temperature 10 --swa-every "$SWA" --mirror --device "$DEV" \
     --budget-minutes "$BUDGET" --max-minutes "$STOP" "${EXTRA[@]}" "$@" > "$WORK/$name.log" 2>&1
   echo "== $name exit $? after $((SECONDS - START)) s"
