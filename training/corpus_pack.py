@@ -95,9 +95,9 @@ def derived_wdl(arrays: dict[str, np.ndarray], known: np.ndarray) -> np.ndarray:
     its best MultiPV line's, gives at its ply: shards.wdl_target for every position at once, through python-chess's
     Stockfish 15.1 model (``chess.engine._sf15_1_wins``) step for step. A mate's score (+-(MATE_CP - n)) is past the
     model's clamp and gives 1000 / 0 / 0 as python-chess's Mate does."""
-    offsets = arrays["policy_offset"]
-    first = np.minimum(offsets[:-1], max(len(arrays["policy_score"]) - 1, 0))  # a position without entries: no match
-    cp = arrays["policy_score"][first].astype(np.float64) if len(arrays["policy_score"]) else np.zeros(len(known))
+    scores = arrays["policy_score"]
+    first = np.minimum(arrays["policy_offset"][:-1], len(scores) - 1)  # a position without entries: no match
+    cp = scores[first].astype(np.float64)
     m = np.clip(arrays["ply"].astype(np.float64), 0, 240) / 64
     a = (((-0.58270499 * m + 2.68512549) * m + 15.24638015) * m) + 344.49745382
     b = (((-2.65734562 * m + 15.96509799) * m + -20.69040836) * m) + 73.61029937
