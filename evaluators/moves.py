@@ -81,9 +81,16 @@ def move_to_index(move: chess.Move, turn: chess.Color) -> int:
     return _FORWARD[(from_sq, to_sq, move.promotion)]
 
 
+def slot_move(index: int) -> Optional[tuple[int, int, Optional[int]]]:
+    """(from square, to square, promotion) of slot ``index`` in the side to move's coordinates (Black's flipped
+    vertically), the promotion None for a queen-like move (a pawn's reaching the last rank promotes to a queen);
+    None for a slot that encodes no move."""
+    return _BACKWARD[index]
+
+
 def index_to_move(index: int, board: chess.Board) -> chess.Move:
     """The move of ``board``'s side to move encoded by ``index`` (a pawn reaching the last rank promotes to a queen)."""
-    key = _BACKWARD[index]
+    key = slot_move(index)
     if key is None:
         raise ValueError(f"policy index {index} encodes no move")
     from_sq, to_sq, promotion = key

@@ -73,6 +73,9 @@ def test_a_pack_reads_back_as_the_corpus_without_its_keys(packed):
     with zipfile.ZipFile(pack) as archive:
         assert "policy_prob.npy" not in archive.namelist() and "wdl.npy" not in archive.namelist()
         assert "wdl_known.npy" in archive.namelist()
+        assert "planes.npy" not in archive.namelist()  # the planes as training.replay keeps them
+        stored = np.lib.format.read_array(archive.open(f"{corpus_pack.STORED_PIECES}.npy"))
+    assert 0 < manifest["replayed"] == manifest["positions"] - len(stored)  # a game's positions after its first
 
 
 def test_derived_wdl_is_python_chess_sf15_1_model_for_every_score_and_ply():
@@ -167,9 +170,9 @@ def test_a_truncated_foreign_or_other_version_pack_is_refused(packed, tmp_path):
 
     flipped = tmp_path / "flipped.pack"  # whole, but a member's compressed bytes damaged: LZMA's own error
     with zipfile.ZipFile(pack) as source:
-        planes = source.getinfo("planes.npy")
+        largest = max(source.infolist(), key=lambda member: member.compress_size)
     data = bytearray(pack.read_bytes())
-    middle = planes.header_offset + 30 + len("planes.npy") + planes.compress_size // 2
+    middle = largest.header_offset + 30 + len(largest.filename) + largest.compress_size // 2
     data[middle:middle + 64] = bytes(64)
     flipped.write_bytes(bytes(data))
     with pytest.raises(corpus_pack.PackError, match=f"{flipped}: damaged or incomplete corpus pack"):
