@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import zipfile
 from pathlib import Path
@@ -177,6 +178,20 @@ def test_a_truncated_foreign_or_other_version_pack_is_refused(packed, tmp_path):
     flipped.write_bytes(bytes(data))
     with pytest.raises(corpus_pack.PackError, match=f"{flipped}: damaged or incomplete corpus pack"):
         corpus_pack.read(flipped)
+
+    shuffled = tmp_path / "shuffled.pack"  # whole and of this version, but its policy offsets out of order
+    with zipfile.ZipFile(pack) as source, zipfile.ZipFile(shuffled, "w") as archive:
+        for member in source.namelist():
+            content = source.read(member)
+            if member == "policy_offset.npy":
+                offsets = np.lib.format.read_array(source.open(member))
+                offsets[[1, 2]] = offsets[[2, 1]] if offsets[1] != offsets[2] else (offsets[2] + 1, offsets[1])
+                buffer = io.BytesIO()
+                np.lib.format.write_array(buffer, offsets)
+                content = buffer.getvalue()
+            archive.writestr(member, content)
+    with pytest.raises(corpus_pack.PackError, match=f"{shuffled}: policy_offset does not run"):
+        corpus_pack.read(shuffled)
 
     newer = tmp_path / "newer.pack"
     with zipfile.ZipFile(pack) as source, zipfile.ZipFile(newer, "w") as archive:

@@ -169,9 +169,12 @@ def read(path: Path, encoding: Optional[str] = None) -> tuple[dict[str, np.ndarr
                 raise PackError(f"{path}: W/D/L targets of the {wdl_model!r} model, not {WDL_MODEL!r}")
             arrays = {name: np.ascontiguousarray(np.lib.format.read_array(io.BytesIO(pack.read(f"{name}.npy"))))
                       for name in packed_columns(bool(temperature), bool(wdl_model))}
+            n, entries = manifest["positions"], manifest["entries"]
+            offsets = arrays["policy_offset"]
+            if len(offsets) and (offsets[0] != 0 or offsets[-1] != entries or (np.diff(offsets) < 0).any()):
+                raise PackError(f"{path}: policy_offset does not run from 0 to the {entries} entries in order")
             if temperature:
                 arrays["policy_prob"] = derived_probabilities(arrays, temperature)
-            n, entries = manifest["positions"], manifest["entries"]
             description = {"path": str(path), "corpus": manifest["corpus"], "positions": n,
                            "split": manifest["split"], "validation": manifest["validation"],
                            "parts": manifest["parts"], "packed": True}
