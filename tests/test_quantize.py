@@ -119,3 +119,11 @@ def test_openvino_comparison_matches_onnxruntime_in_f32(tiny_network, monkeypatc
     tops, values = outputs(network, boards)
     ov_tops, ov_values = openvino_compare.openvino_outputs(network, "f32", boards)
     assert ov_tops == tops and np.abs(ov_values - values).max() < 1e-4
+
+
+def test_positions_come_from_compressed_games_too(tmp_path):
+    import lzma
+    from tools.quantize import pgn_positions
+    packed = tmp_path / "games.pgn.xz"
+    packed.write_bytes(lzma.compress((FIXTURES / "games.pgn").read_bytes()))
+    assert [b.fen() for b in pgn_positions(packed, 50)] == [b.fen() for b in pgn_positions(FIXTURES / "games.pgn", 50)]

@@ -26,9 +26,11 @@ HEAD_NODES = ("/policy/policy.3/Conv", "/value/value.4/Gemm", "/value/value.6/Ge
 
 
 def pgn_positions(path: Path, count: int, skip_plies: int = 8) -> list[chess.Board]:
-    """Up to ``count`` positions of the games in ``path``, every ply after the first ``skip_plies``."""
+    """Up to ``count`` positions of the games in ``path`` (plain or compressed), every ply after the first
+    ``skip_plies``."""
+    from training.pgn import open_text
     boards: list[chess.Board] = []
-    with open(path) as handle:
+    with open_text(path) as handle:
         while len(boards) < count and (game := chess.pgn.read_game(handle)) is not None:
             board = game.board()
             for ply, move in enumerate(game.mainline_moves()):
