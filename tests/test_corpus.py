@@ -109,6 +109,18 @@ def test_two_files_equal_their_concatenation_and_a_new_file_reuses_the_parts(tmp
     assert make([first, second], validation_period=4).join_reused
 
 
+def test_files_under_the_caches_games_folder_join_every_corpus_once(tmp_path, cache_dir):
+    given = write_games(tmp_path / "a.pgn", range(0, 6))
+    (cache_dir / corpus.ADDED / "cpu").mkdir(parents=True)
+    added = write_games(cache_dir / corpus.ADDED / "cpu" / "b.pgn.xz", range(6, 12))
+    (cache_dir / corpus.ADDED / "c.pgn.xz.part0").write_text("a self-play file still being written")
+    joined = make([given, added], validation_period=4)  # b named as well as found: joined once
+    assert [part.source.name for part in joined.parts] == ["b.pgn.xz", "a.pgn"]
+    assert by_key(joined.directory) == by_key(make([given, added], validation_period=4, added=False).directory)
+    assert [part.source.name for part in make([given], added=False).parts] == ["a.pgn"]
+    assert "added files (" in corpus.info_text() and ": 1, " in corpus.info_text()
+
+
 def test_records_match_the_shard_encoding_and_multipv_labels_win(tmp_path, cache_dir):
     games = write_games(tmp_path / "a.pgn", range(3))
     human = write_games(tmp_path / "human.pgn", range(100, 102), annotated=False)

@@ -1,8 +1,9 @@
 """The training corpus: every game and labelled file, each prepared once into the cache, joined for training.
 
 ``python -m training corpus [FILES...]`` reads every game file of ``../shared/data/games``
-(``.pgn``, ``.pgn.xz``), the MultiPV files of ``../shared/data/labelled`` and the files
-given. Each file is a *part*: prepared alone, streaming (a chunk of positions in memory
+(``.pgn``, ``.pgn.xz``), the MultiPV files of ``../shared/data/labelled``, every such file
+under ``$HACKMATE_CACHE/games`` (the corpus's own growth: self-play written there joins every
+later run) and the files given. Each file is a *part*: prepared alone, streaming (a chunk of positions in memory
 at a time), into a cache entry (training.cache) keyed by the file's SHA-256 and the
 settings that change its content. A part already there is reused; a new file is
 prepared alone and joined to the rest.
@@ -64,6 +65,8 @@ PART_FORMAT, PART_VERSION, PARTS = "hackmate-corpus-part", 1, "corpus-parts"
 JOIN_FORMAT, JOIN_VERSION, JOINS = "hackmate-corpus", 1, "corpus-joins"
 #: The link to the newest joined corpus, under the cache root.
 CURRENT = "corpus"
+#: The folder under the cache root whose game and MultiPV files every corpus joins (CorpusConfig.added).
+ADDED = "games"
 GAME_SUFFIXES = (".pgn", ".pgn.xz", ".pgn.gz", ".pgn.bz2")
 MULTIPV_SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.xz", ".jsonl.bz2")
 #: Positions held in memory at a time while a part is prepared.
@@ -87,6 +90,8 @@ class CorpusConfig:
     files: list[str] = setting([], "Game (.pgn, .pgn.xz, ...) and MultiPV (.jsonl.gz) files to add to the shared ones.")
     shared: bool = setting(True, "Include every game file of ../shared/data/games and the MultiPV files of "
                                  "../shared/data/labelled.")
+    added: bool = setting(True, "Include every game and MultiPV file under $HACKMATE_CACHE/games, at any depth "
+                                "(where self-play for the corpus goes: the shared folder is read-only).")
     encoding: str = setting("planes18", "Board encoding.", choices=("planes18", "lc0-112"))
     skip_plies: int = setting(8, "In games without [%eval] (human games): skip the first N plies. Annotated games "
                                  "keep every engine move and none of the book or random moves.")
@@ -118,12 +123,27 @@ def shared_files() -> list[Path]:
     return sorted(games) + sorted(labelled)
 
 
+def added_files() -> list[Path]:
+    """The game and MultiPV files under ROOT/games (ADDED), at any depth, sorted: the corpus's own growth. A file
+    still being written (self-play's ``.part`` files) has another suffix and waits for the next run."""
+    folder = cache.root() / ADDED
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.name.lower().endswith(GAME_SUFFIXES +
+                                                                                          MULTIPV_SUFFIXES))
+
+
 def input_files(config: CorpusConfig) -> list[Path]:
-    """The files of the corpus: the shared ones (unless ``shared`` is off) and the given ones, each checked."""
-    files = (shared_files() if config.shared else []) + [Path(f) for f in config.files]
+    """The files of the corpus: the shared ones and the added ones (unless ``shared`` or ``added`` is off) and the
+    given ones, each checked and each once."""
+    found = ((shared_files() if config.shared else []) + (added_files() if config.added else [])
+             + [Path(f) for f in config.files])
+    files, seen = [], set()
+    for path in found:  # a file named twice (given and added) joins once
+        if path.resolve() not in seen:
+            seen.add(path.resolve())
+            files.append(path)
     if not files:
-        raise CorpusError(f"no files: none given, and none in {SHARED_DATA}" if config.shared else
-                          "no files: give some, or leave out --no-shared")
+        raise CorpusError(f"no files: none given, and none in {SHARED_DATA} or {cache.root() / ADDED}"
+                          if config.shared or config.added else "no files: give some, or leave out --no-shared")
     for path in files:
         file_kind(path)
         if not path.is_file():
@@ -710,7 +730,12 @@ def info_text() -> str:
     current = cache.root() / CURRENT
     if current.is_symlink():
         lines.append(f"current corpus: {current} -> {os.readlink(current)}")
+    added = added_files()
+    lines.append(f"added files ({cache.root() / ADDED}, joined by every corpus run): {len(added)}, "
+                 f"{sum(p.stat().st_size for p in added) / 2**20:,.1f} MiB")
     for item in description["entries"]:
+        if item["kind"] == ADDED:
+            continue
         state = ""
         if item["kind"] in known:
             problem = cache.Entry(Path(item["path"]), *known[item["kind"]]).problem()
