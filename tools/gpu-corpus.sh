@@ -2,7 +2,7 @@
 # The corpus call (docs/gpu-recipe.md, "The corpus call"): continual training from the shipped network on the whole
 # corpus, three runs at once on one GPU, in ONE call of the device tool (a rental gives 15 minutes of device time in
 # all, the machine's start included, and a call at most 10). The corpus travels packed (training corpus-pack, about
-# 31 MiB for 3.3M positions), so the call spends its time training, not preparing:
+# 27.5 MiB for 6.3M positions), so the call spends its time training, not preparing:
 #   A  the control: lr 1e-3 cosine over the call's time, batch 1024, soft MultiPV targets at 10 cp, --mirror, a
 #      running mean of the weights every 50 batches, --seed 7;
 #   B  as A with --seed 8: a sibling for a weight average ("model soup") of runs from the same network;
