@@ -11,6 +11,7 @@ has the figures for the shipped network). Needs the training extra (the ``onnx``
 
 from __future__ import annotations
 
+import lzma
 import time
 from pathlib import Path
 from typing import Any
@@ -26,11 +27,11 @@ HEAD_NODES = ("/policy/policy.3/Conv", "/value/value.4/Gemm", "/value/value.6/Ge
 
 
 def pgn_positions(path: Path, count: int, skip_plies: int = 8) -> list[chess.Board]:
-    """Up to ``count`` positions of the games in ``path`` (plain or compressed), every ply after the first
-    ``skip_plies``."""
-    from training.pgn import open_text
+    """Up to ``count`` positions of the games in ``path`` (plain, or xz-compressed as the self-play corpus's parts),
+    every ply after the first ``skip_plies``."""
+    opener = lzma.open if path.suffix == ".xz" else open
     boards: list[chess.Board] = []
-    with open_text(path) as handle:
+    with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
         while len(boards) < count and (game := chess.pgn.read_game(handle)) is not None:
             board = game.board()
             for ply, move in enumerate(game.mainline_moves()):
