@@ -250,3 +250,13 @@ def test_the_cli_packs_a_corpus_and_refuses_a_directory_that_is_not_one(packed, 
     assert refused.exit_code == 1 and isinstance(refused.exception, SystemExit)  # a message, not a traceback
     assert f"{empty} is not a joined corpus" in refused.output and "python -m training corpus" in refused.output
     assert not (tmp_path / "x.pack").exists()
+
+
+def test_a_pack_of_a_history_encoding_reads_back_too(tmp_path, cache_dir):  # noqa: F811 (cache_dir: the fixture)
+    made = make([write_games(tmp_path / "a.pgn", range(0, 4))], validation_period=3, encoding="lc0-112")
+    pack = tmp_path / "lc0.pack"
+    corpus_pack.write(made.directory, pack)
+    expected, _, _ = corpus.load_for_training(made.directory)
+    arrays, _, encoding = corpus_pack.read(pack, encoding="lc0-112")
+    assert encoding == "lc0-112" and arrays["planes"].shape[1] > 17 * 8
+    assert_same_arrays(arrays, expected, (name for name in shards.TRAINING_COLUMNS if name != "key"))

@@ -28,6 +28,7 @@ from typing import Optional
 import click
 import numpy as np
 
+from evaluators.encoding import get_encoding
 from training import cache, corpus, replay, shards
 from training.errors import clear_errors
 
@@ -169,7 +170,8 @@ def read(path: Path, encoding: Optional[str] = None) -> tuple[dict[str, np.ndarr
                 raise PackError(f"{path}: W/D/L targets of the {wdl_model!r} model, not {WDL_MODEL!r}")
             arrays = {name: np.ascontiguousarray(np.lib.format.read_array(io.BytesIO(pack.read(f"{name}.npy"))))
                       for name in packed_columns(bool(temperature), bool(wdl_model))}
-            n, entries = manifest["positions"], manifest["entries"]
+            n, entries, stored = manifest["positions"], manifest["entries"], manifest["positions"] - manifest["replayed"]
+            row_bytes = get_encoding(manifest["encoding"]).binary_planes * 8
             offsets = arrays["policy_offset"]
             if len(offsets) and (offsets[0] != 0 or offsets[-1] != entries or (np.diff(offsets) < 0).any()):
                 raise PackError(f"{path}: policy_offset does not run from 0 to the {entries} entries in order")
@@ -181,15 +183,15 @@ def read(path: Path, encoding: Optional[str] = None) -> tuple[dict[str, np.ndarr
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, lzma.LZMAError) as error:
         raise PackError(f"{path}: damaged or incomplete corpus pack ({error}); pack it again "
                         "(python -m training corpus-pack)") from None
-    stored = n - manifest["replayed"]
+    own = {STORED_PIECES: (stored, np.uint8, replay.PIECE_BYTES), OTHER_PLANES: (n, np.uint8,
+                                                                            row_bytes - replay.PIECE_BYTES),
+           REPLAYED: (n, bool, None), WDL_KNOWN: (n, bool, None), "validation": (n, bool, None)}  # not shard columns
     for name, array in arrays.items():
-        rows = entries if name in shards.POLICY_ARRAYS else stored if name == STORED_PIECES else \
-            n + (name == "policy_offset")
-        expected = np.dtype(bool) if name in ("validation", WDL_KNOWN, REPLAYED) else \
-            np.dtype(np.uint8) if name in (STORED_PIECES, OTHER_PLANES) else shards.ARRAYS[name]
-        width = {STORED_PIECES: replay.PIECE_BYTES, OTHER_PLANES: replay.ROW_BYTES - replay.PIECE_BYTES}.get(name)
-        if len(array) != rows or array.dtype != expected or (width and array.shape[1:] != (width,)):
-            raise PackError(f"{path}: {name} holds {array.dtype} x {array.shape}, the manifest says {expected} x {rows}")
+        rows, dtype, width = own.get(name) or (entries if name in shards.POLICY_ARRAYS else
+                                               n + (name == "policy_offset"), shards.ARRAYS[name], None)
+        if len(array) != rows or array.dtype != np.dtype(dtype) or (width and array.shape[1:] != (width,)):
+            raise PackError(f"{path}: {name} holds {array.dtype} x {array.shape}, the manifest says "
+                            f"{np.dtype(dtype)} x {rows}" + (f" x {width}" if width else ""))
     if arrays[REPLAYED].sum() != manifest["replayed"] or (n and arrays[REPLAYED][0]):
         raise PackError(f"{path}: {REPLAYED} marks {int(arrays[REPLAYED].sum())} rows, the manifest says "
                         f"{manifest['replayed']} (and never the first)")

@@ -15,24 +15,26 @@ very planes stored, and only those rows are left out of a pack, so a wrong guess
 
 from __future__ import annotations
 
+import chess
 import numpy as np
 
+from evaluators.encoding import PIECE_ORDER, get_encoding
 from evaluators.moves import POLICY_SIZE, slot_move
 
-#: Bytes of a planes18 row, and of its twelve piece planes.
-ROW_BYTES, PIECE_BYTES = 17 * 8, 12 * 8
-PAWN, ROOK, KING = 0, 3, 5
+#: Bytes of a planes18 row, and of its twelve piece planes (what comes before the castling planes).
+ROW_BYTES = get_encoding("planes18").binary_planes * 8
+PIECE_BYTES = get_encoding("planes18").castling_planes.start * 8
+PAWN, ROOK, QUEEN, KING = (PIECE_ORDER.index(piece) for piece in (chess.PAWN, chess.ROOK, chess.QUEEN, chess.KING))
 
 
 def _move_table() -> np.ndarray:
     """(POLICY_SIZE, 3) int64: each slot's from square, to square and promoted piece's plane (-1: none, a queen
     promotion's is decided by the piece that moves); -1 rows encode no move."""
     table = np.full((POLICY_SIZE, 3), -1, dtype=np.int64)
-    promoted = {2: 1, 3: 2, 4: 3}  # chess.KNIGHT, BISHOP, ROOK -> their planes
     for index in range(POLICY_SIZE):
         key = slot_move(index)
         if key is not None:
-            table[index] = (key[0], key[1], promoted.get(key[2], -1))
+            table[index] = (key[0], key[1], -1 if key[2] is None else PIECE_ORDER.index(key[2]))
     return table
 
 
@@ -68,7 +70,7 @@ def successor_pieces(pieces: np.ndarray, moves: np.ndarray) -> np.ndarray:
     theirs[en_passant, PAWN] &= ~bit(end[en_passant] - 8)
     valid = moving >= 0
     ours[rows[valid], moving[valid]] &= ~from_bit[valid]
-    lands_as = np.where((moving == PAWN) & (end >= 56), np.where(promotion >= 0, promotion, 4), moving)
+    lands_as = np.where((moving == PAWN) & (end >= 56), np.where(promotion >= 0, promotion, QUEEN), moving)
     ours[rows[valid], lands_as[valid]] |= to_bit[valid]
     castles = (moving == KING) & (np.abs(end - start) == 2)
     rook_from = bit(np.where(end > start, start + 3, start - 4)[castles])
