@@ -21,7 +21,7 @@ from training import shards  # noqa: E402
 from training.evaluate import evaluate_network  # noqa: E402
 from training.export import export_resnet  # noqa: E402
 from training.losses import gather_policy, soft_policy_loss  # noqa: E402
-from training.train import TrainConfig, load_data, mirror_half, run_finished, train  # noqa: E402
+from training.train import TrainConfig, load_data, mirror_half, run_finished, train, uses_bf16  # noqa: E402
 from training.weights import WeightsError, load_file, load_network, save_weights, weights_of  # noqa: E402
 
 
@@ -97,6 +97,21 @@ def test_training_on_a_mix_stops_and_resumes(tiny_network, tmp_path):
     with pytest.raises(WeightsError, match=r"holds a 1x8 network .* not the requested 2x8"):
         train(TrainConfig(data=[str(tmp_path / "shards")], out=str(tmp_path / "other"), blocks=2, filters=8,
                           epochs=1, device="cpu", init=str(checkpoint)), progress=False)
+
+
+def test_precision_bf16_autocasts_the_forward_pass_and_keeps_fp32_weights(tiny_network, tmp_path):
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert uses_bf16("bf16", cpu) and not uses_bf16("fp32", cuda) and uses_bf16("auto", cuda)
+    assert uses_bf16("auto", cpu) == torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    write_synthetic(tmp_path / "shards", 64)
+    trained = {}
+    for precision in ("fp32", "bf16"):
+        out = tmp_path / precision
+        train(TrainConfig(data=[str(tmp_path / "shards")], out=str(out), blocks=1, filters=8, epochs=1, batch_size=16,
+                          device="cpu", validation=0.25, precision=precision, seed=3), progress=False)
+        trained[precision] = load_file(out / "checkpoint.pt")["model"]["stem.0.weight"]
+    assert trained["bf16"].dtype == torch.float32  # autocast computes in bf16; the weights stay fp32
+    assert not torch.equal(trained["fp32"], trained["bf16"])  # the same data and seed: only the arithmetic differs
 
 
 def test_a_time_budget_anneals_to_its_end_and_finishes_the_run_mid_epoch(tmp_path):

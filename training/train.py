@@ -65,6 +65,19 @@ def pick_device(name: str) -> torch.device:
     return device
 
 
+def uses_bf16(precision: str, device: torch.device) -> bool:
+    """Whether the forward pass runs under bfloat16 autocast (``TrainConfig.precision``). ``auto`` asks oneDNN
+    whether this CPU has native bfloat16: without it bf16 is emulated and slower than fp32."""
+    if precision != "auto":
+        return precision == "bf16"
+    if device.type == "cuda":
+        return True
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a PyTorch without the check: assume none
+        return False
+
+
 def unpack_planes(packed: torch.Tensor, rule50: torch.Tensor, binary_planes: int) -> torch.Tensor:
     """Bit-packed uint8 planes (B, C*8) -> float input (B, C+1, 8, 8) on the tensor's device."""
     shifts = torch.arange(8, device=packed.device, dtype=torch.uint8)
@@ -271,7 +284,11 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
     elif config.init:
         model.load_state_dict(load_network(Path(config.init), expect=full_shape(model.shape),
                                            device=device)[0].state_dict())
-    use_amp = device.type == "cuda"
+    use_amp = uses_bf16(config.precision, device)
+    channels_last = device.type == "cpu"  # oneDNN's convolutions run faster on NHWC tensors
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    print(f"training in {'bf16' if use_amp else 'fp32'} on {device}")
     deadline = started + config.max_minutes * 60 if config.max_minutes else None
     loop_started = time.time()
 
@@ -315,6 +332,8 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
                                                               encoding.castling_planes if config.mirror else None)
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(epoch * steps_per_epoch + b, run_seconds())
+            if channels_last:
+                x = x.contiguous(memory_format=torch.channels_last)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
                 policy, wdl = model(x)
             policy_loss = soft_policy_loss(policy, policy_target, config.label_smoothing)
