@@ -15,6 +15,7 @@ import chess
 import chess.pgn
 
 from hackmate_core.epd import BadLine, InputError, read_epd
+from hackmate_core.textfiles import base_suffix, open_text
 
 
 def load_openings(path: Optional[Path], limit: int, seed: int, plies: int = 0) -> list[chess.Board]:
@@ -26,7 +27,7 @@ def load_openings(path: Optional[Path], limit: int, seed: int, plies: int = 0) -
     """
     if path is None:
         return [chess.Board()]
-    is_pgn = path.suffix.lower() == ".pgn"
+    is_pgn = base_suffix(path) == ".pgn"
     boards, bad, total = _from_pgn(path, plies) if is_pgn else _from_epd(path)
     unit = "games" if is_pgn else "lines"
     if bad:
@@ -43,7 +44,7 @@ def _from_pgn(path: Path, plies: int) -> tuple[list[chess.Board], list[str], int
     boards: list[chess.Board] = []
     bad: list[str] = []
     total = 0
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    with open_text(path) as handle:
         while (game := chess.pgn.read_game(handle)) is not None:
             total += 1
             if game.errors:

@@ -11,7 +11,6 @@ has the figures for the shipped network). Needs the training extra (the ``onnx``
 
 from __future__ import annotations
 
-import lzma
 import time
 from pathlib import Path
 from typing import Any
@@ -21,17 +20,18 @@ import chess.pgn
 import click
 import numpy as np
 
+from hackmate_core.textfiles import open_text
+
 #: The layers that stay fp32 by default: the policy's last convolution and the value head's dense layers
 #: (quantising the policy head alone cost 8 points of top-move agreement on the shipped 6x64 network).
 HEAD_NODES = ("/policy/policy.3/Conv", "/value/value.4/Gemm", "/value/value.6/Gemm")
 
 
 def pgn_positions(path: Path, count: int, skip_plies: int = 8) -> list[chess.Board]:
-    """Up to ``count`` positions of the games in ``path`` (plain, or xz-compressed as the self-play corpus's parts),
+    """Up to ``count`` positions of the games in ``path`` (plain or compressed, as the self-play corpus's .xz parts),
     every ply after the first ``skip_plies``."""
-    opener = lzma.open if path.suffix == ".xz" else open
     boards: list[chess.Board] = []
-    with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
+    with open_text(path) as handle:
         while len(boards) < count and (game := chess.pgn.read_game(handle)) is not None:
             board = game.board()
             for ply, move in enumerate(game.mainline_moves()):

@@ -19,6 +19,7 @@ import chess.engine
 import click
 
 from hackmate_core.epd import BadLine, EpdPosition, InputError, read_epd
+from hackmate_core.textfiles import open_text
 from tools.match import parse_options
 
 
@@ -39,7 +40,7 @@ def load_suite(path: Path) -> tuple[list[EpdPosition], int]:
 
     A line that is not a legal position makes the whole suite an error that lists every such line.
     """
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    with open_text(path) as handle:
         entries = list(read_epd(handle))
     bad = [entry for entry in entries if isinstance(entry, BadLine)]
     if bad:

@@ -32,14 +32,11 @@ exclusions; ``ROOT/corpus`` links to the newest, which ``train`` reads
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
-import lzma
 import os
 import struct
 import time
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional
@@ -53,6 +50,7 @@ import numpy as np
 
 from evaluators.encoding import Encoding, get_encoding, unflipped_bitboards, unpack_unflipped
 from evaluators.moves import move_to_index
+from hackmate_core.textfiles import READ_ERRORS
 from training import cache, shards
 from training.config_cli import options_from, setting
 from training.pgn import RESULT_WHITE, DataError, ReadStats, iter_games, open_text
@@ -75,8 +73,6 @@ CHUNK = 1 << 16
 SEEN = {"seen_key": np.dtype(np.uint64), "seen_game": np.dtype(np.int64)}
 #: Preference between records of the same position: a MultiPV label, then an engine eval, then a bare move.
 RANK_MULTIPV, RANK_EVAL, RANK_MOVE = 2, 1, 0
-#: Errors of a damaged file met while reading it (what was read before is kept).
-READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error, gzip.BadGzipFile)
 
 
 class CorpusError(DataError):

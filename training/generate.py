@@ -26,8 +26,9 @@ import chess.pgn
 import chess.polyglot
 
 from hackmate_core.games import MAX_PLIES, outcome as game_outcome
+from hackmate_core.textfiles import create_text
 from training.config_cli import setting
-from training.pgn import RESULT_WHITE, ReadStats, create_text, iter_games, open_text
+from training.pgn import RESULT_WHITE, ReadStats, iter_games, open_text
 from training.processes import process_pool
 
 HEADER = re.compile(r'\[\w+ "')  # a PGN tag pair; a wrapped comment line may start with "[%eval"

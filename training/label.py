@@ -16,7 +16,6 @@ command skips what is labelled and finishes the rest.
 from __future__ import annotations
 
 import json
-import lzma
 import random
 import shlex
 import time
@@ -33,8 +32,9 @@ import chess.polyglot
 
 from evaluators.encoding import get_encoding
 from hackmate_core.epd import BadLine, read_epd
+from hackmate_core.textfiles import READ_ERRORS as DAMAGED_FILE, base_suffix, create_text
 from training.configs import LabelConfig
-from training.pgn import COMPRESSED, DataError, ReadStats, create_text, iter_games, open_text
+from training.pgn import DataError, ReadStats, iter_games, open_text
 from training.processes import SPAWN
 from training.shards import ShardWriter, dir_keys, engine_label, read_meta, side_result
 
@@ -43,7 +43,7 @@ UNIT_SIZE = 16
 #: Engine settings that make labels reproducible.
 ENGINE_OPTIONS = {"Threads": 1, "Hash": 16}
 #: Exceptions of a source file that is unreadable, corrupt or truncated.
-READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError)
+READ_ERRORS = (*DAMAGED_FILE, ValueError)
 
 
 class LabelError(Exception):
@@ -97,13 +97,8 @@ def game_id(source: str, index: int) -> int:
 
 
 def _kind(path: Path) -> str:
-    name = path.name.lower()
-    for suffix in COMPRESSED:
-        name = name.removesuffix(suffix)
-    if name.endswith(".pgn"):
-        return "pgn"
-    if name.endswith(".epd"):
-        return "epd"
+    if base_suffix(path) in (".pgn", ".epd"):
+        return base_suffix(path)[1:]
     raise DataError(f"{path}: not a PGN or EPD file (.pgn/.epd, optionally .gz/.bz2/.xz)")
 
 

@@ -7,10 +7,6 @@ is counted with the reason, so nothing is dropped silently.
 
 from __future__ import annotations
 
-import bz2
-import gzip
-import io
-import lzma
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +17,7 @@ import chess.pgn
 
 from hackmate_core.epd import BadLine, read_epd
 from hackmate_core.score import cp_to_q
+from hackmate_core.textfiles import open_text as open_any
 
 RESULT_WHITE = {"1-0": 1, "0-1": -1, "1/2-1/2": 0}
 
@@ -29,25 +26,11 @@ class DataError(Exception):
     """A data file that cannot be read at all."""
 
 
-#: Openers of compressed files by suffix (anything else is plain text).
-COMPRESSED = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
-
-
 def open_text(path: Path) -> TextIO:
-    """Open a plain or compressed text file."""
-    opener = COMPRESSED.get(path.suffix.lower())
+    """Open a plain or compressed text file (hackmate_core.textfiles), a missing one a DataError naming it."""
     if not path.exists():
         raise DataError(f"{path}: no such file")
-    if opener is not None:
-        return io.TextIOWrapper(opener(path, "rb"), encoding="utf-8", errors="replace")  # type: ignore[arg-type]
-    return open(path, encoding="utf-8", errors="replace")
-
-
-def create_text(path: Path, suffix: str = "") -> TextIO:
-    """Create a plain or compressed text file for writing, compressed as ``suffix`` says (default: the
-    path's own suffix; give the final name's to a temporary file), so that ``open_text`` reads it back."""
-    opener = COMPRESSED.get((suffix or path.suffix).lower(), open)
-    return opener(path, "wt", encoding="utf-8")  # type: ignore[operator]
+    return open_any(path)
 
 
 @dataclass
