@@ -25,7 +25,7 @@ import chess.pgn
 import numpy as np
 
 from hackmate_core.options import option_settings
-from training.corpus import CorpusConfig, game_identity
+from training.corpus import CorpusConfig, game_identity, is_held_out
 from training.pgn import DataError, ReadStats, iter_games
 
 #: The settings of the issue's figure: the policy alone, no heuristic priors, no material in the value.
@@ -81,7 +81,7 @@ def eligible_plies(game: chess.pgn.Game, from_ply: int) -> list[int]:
 
 def in_split(game: chess.pgn.Game, period: Optional[int]) -> bool:
     """Whether the game is in the corpus's validation split of that period (None: every game is taken)."""
-    return period is None or game_identity(game, (node.move for node in game.mainline())) % period == 0
+    return period is None or bool(is_held_out(game_identity(game, (node.move for node in game.mainline())), period))
 
 
 def select_positions(files: Iterable[Path], from_ply: int = 16, count: int = 3000, seed: int = 1,

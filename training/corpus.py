@@ -39,7 +39,7 @@ import struct
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable, Iterable, Optional, Union
 
 import chess
 import chess.engine
@@ -232,6 +232,12 @@ def game_identity(game: chess.pgn.Game, moves: Iterable[chess.Move]) -> int:
     """A game's identity: a 63-bit hash of its start position and moves (the same game in any file)."""
     text = game.headers.get("FEN", "") + " " + " ".join(move.uci() for move in moves)
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little") >> 1
+
+
+def is_held_out(identity: Union[int, np.ndarray], period: int) -> Union[bool, np.ndarray]:
+    """Whether a game of this identity (:func:`game_identity`) is a validation game: one in ``period``. The
+    split's one rule, kept by the corpus and by the positions agreement takes from unseen games."""
+    return identity % period == 0
 
 
 class GameRows:
@@ -506,7 +512,7 @@ def validation_of(keys: np.ndarray, parts: list[Part], period: int) -> np.ndarra
     seen_key = np.concatenate([np.asarray(p.column("seen_key")) for p in parts])
     seen_game = np.concatenate([np.asarray(p.column("seen_game")) for p in parts])
     order = np.argsort(seen_key, kind="stable")
-    seen_key, held_out = seen_key[order], seen_game[order] % period == 0
+    seen_key, held_out = seen_key[order], is_held_out(seen_game[order], period)
     del seen_game, order
     by_key = keys % np.uint64(period) == 0
     if not len(seen_key):
