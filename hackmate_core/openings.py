@@ -15,7 +15,7 @@ import chess
 import chess.pgn
 
 from hackmate_core.epd import BadLine, InputError, read_epd
-from hackmate_core.textfiles import base_suffix, open_text
+from hackmate_core.textfiles import READ_ERRORS, base_suffix, open_text
 
 
 def load_openings(path: Optional[Path], limit: int, seed: int, plies: int = 0) -> list[chess.Board]:
@@ -28,7 +28,10 @@ def load_openings(path: Optional[Path], limit: int, seed: int, plies: int = 0) -
     if path is None:
         return [chess.Board()]
     is_pgn = base_suffix(path) == ".pgn"
-    boards, bad, total = _from_pgn(path, plies) if is_pgn else _from_epd(path)
+    try:
+        boards, bad, total = _from_pgn(path, plies) if is_pgn else _from_epd(path)
+    except READ_ERRORS as error:
+        raise InputError(f"{path}: unreadable or truncated ({error})") from None
     unit = "games" if is_pgn else "lines"
     if bad:
         raise InputError.listing(path, bad, total, unit, "are not playable openings")
@@ -66,7 +69,8 @@ def _from_epd(path: Path) -> tuple[list[chess.Board], list[str], int]:
     """(openings, bad lines named, lines read)."""
     boards: list[chess.Board] = []
     bad: list[str] = []
-    entries = list(read_epd(path.read_text(encoding="utf-8", errors="replace").splitlines()))
+    with open_text(path) as handle:
+        entries = list(read_epd(handle))
     for entry in entries:
         if isinstance(entry, BadLine):
             bad.append(str(entry))

@@ -196,10 +196,11 @@ def test_the_cache_refuses_a_half_written_or_foreign_entry_and_rebuilds_it(tmp_p
     (part / cache.MANIFEST).write_text(json.dumps({**manifest, "version": corpus.PART_VERSION + 1}))
     assert "written by version" in make([games]).parts[0].status
     assert by_key(made.directory) == expected
-    (cache_dir / "runs" / "mine").mkdir(parents=True)  # a folder kept by hand, not an entry of the corpus
+    (cache_dir / "runs").mkdir()  # a folder kept by hand, not an entry of the corpus
+    (cache_dir / "runs" / "net.pt").write_bytes(bytes(3 << 20))
     info = corpus.info_text()
     assert str(cache_dir) in info and "corpus-parts/" in info and "MiB on disk" in info
-    assert "runs/: 0.0 MiB (not the corpus's" in info and "half-written" not in info
+    assert "runs/: 3.0 MiB (not the corpus's" in info and "half-written" not in info
 
 
 def test_truncated_or_corrupt_files_are_named_and_counted_and_the_rest_prepared(tmp_path, cache_dir):

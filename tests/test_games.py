@@ -10,6 +10,7 @@ import chess.engine
 import pytest
 
 from hackmate_core.games import Mover, outcome, play_game as play_movers
+from hackmate_core.epd import InputError
 from hackmate_core.openings import load_openings
 from hackmate_core.textfiles import COMPRESSED
 from tests.conftest import ROOT, engine_command, needs_stockfish, stockfish_path
@@ -83,10 +84,15 @@ def test_openings_are_read_from_pgn_and_epd(tmp_path):
     assert sorted(b.fen().split()[0] for b in boards) == sorted(
         ["rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR", "rnbqkbnr/ppp1pppp/8/3p4/3P4/8/PPP1PPPP/RNBQKBNR"])
     for suffix, opener in COMPRESSED.items():  # the corpus's parts are .pgn.xz: any compression reads the same
-        packed = tmp_path / f"o.pgn{suffix}"
-        with opener(packed, "wt") as handle:
-            handle.write(pgn.read_text())
-        assert [b.fen() for b in load_openings(packed, 0, 1, plies=2)] == [b.fen() for b in boards]
+        for plain in (pgn, epd):
+            packed = tmp_path / f"{plain.name}{suffix}"
+            with opener(packed, "wt") as handle:
+                handle.write(plain.read_text())
+            assert [b.fen() for b in load_openings(packed, 0, 1, plies=2)] == [
+                b.fen() for b in load_openings(plain, 0, 1, plies=2)]
+    packed.write_bytes(packed.read_bytes()[:20])  # a truncated download: named, not a traceback
+    with pytest.raises(InputError, match=r"o.epd.xz: unreadable or truncated"):
+        load_openings(packed, 0, 1)
 
 
 def test_a_game_between_two_configurations_is_recorded():

@@ -102,7 +102,7 @@ def test_training_on_a_mix_stops_and_resumes(tiny_network, tmp_path):
 def test_precision_bf16_autocasts_the_forward_pass_and_keeps_fp32_weights(tiny_network, tmp_path):
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
     assert uses_bf16("bf16", cpu) and not uses_bf16("fp32", cuda) and uses_bf16("auto", cuda)
-    assert uses_bf16("auto", cpu) == torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    assert uses_bf16("auto", cpu) == (torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
     write_synthetic(tmp_path / "shards", 64)
     trained = {}
     for precision in ("fp32", "bf16"):

@@ -735,17 +735,17 @@ def info_text() -> str:
     added = added_files()
     lines.append(f"added files ({cache.root() / ADDED}, joined by every corpus run): {len(added)}, "
                  f"{sum(p.stat().st_size for p in added) / 2**20:,.1f} MiB")
-    other_folders: dict[str, int] = {}  # runs, candidates, ... kept in the cache by hand: sizes only
     for item in description["entries"]:
-        if item["kind"] not in known:
-            other_folders[item["kind"]] = other_folders.get(item["kind"], 0) + item["bytes"]
-            continue
-        problem = cache.Entry(Path(item["path"]), *known[item["kind"]]).problem()
-        state = f" [unusable: {problem}; rebuilt when its inputs are asked for; safe to delete]" if problem else ""
-        lines.append(f"{item['kind']}/{item['key']}: {item['bytes'] / 2**20:,.1f} MiB  {item['summary']}{state}")
-    lines.extend(f"{kind}/: {size / 2**20:,.1f} MiB (not the corpus's: left as it is)"
-                 for kind, size in sorted(other_folders.items()) if kind != ADDED)
-    lines.append(f"in all: {description['bytes'] / 2**20:,.1f} MiB on disk")
+        if item["kind"] in known:
+            problem = cache.Entry(Path(item["path"]), *known[item["kind"]]).problem()
+            state = f" [unusable: {problem}; rebuilt when its inputs are asked for; safe to delete]" if problem else ""
+            lines.append(f"{item['kind']}/{item['key']}: {item['bytes'] / 2**20:,.1f} MiB  {item['summary']}{state}")
+    base = cache.root()
+    kept_by_hand = sorted(p for p in base.iterdir() if p.is_dir() and not p.is_symlink()
+                          and p.name not in known and p.name != ADDED) if base.exists() else []
+    lines.extend(f"{folder.name}/: {cache.size_on_disk(folder) / 2**20:,.1f} MiB (not the corpus's: left as it is)"
+                 for folder in kept_by_hand)  # runs, candidates, ...
+    lines.append(f"in all: {(cache.size_on_disk(base) if base.exists() else 0) / 2**20:,.1f} MiB on disk")
     return "\n".join(lines)
 
 

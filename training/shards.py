@@ -39,6 +39,7 @@ import numpy as np
 from evaluators.encoding import Encoding, get_encoding
 from evaluators.moves import move_to_index
 from hackmate_core.score import q_to_cp
+from hackmate_core.textfiles import READ_ERRORS
 from training.pgn import DataError, ReadStats, open_text
 
 FORMAT = "hackmate-shards"
@@ -448,7 +449,7 @@ def from_jsonl(path: Path, encoding: Encoding, temperature: float = DEFAULT_TEMP
                     continue
                 stats.positions += 1
                 records.append(record)
-    except (OSError, EOFError, zlib.error) as error:
+    except READ_ERRORS as error:
         raise DataError(f"{path}: unreadable or truncated ({error}); {stats.positions} positions read") from None
     return records_to_arrays(records, encoding)
 

@@ -66,15 +66,15 @@ def pick_device(name: str) -> torch.device:
 
 
 def uses_bf16(precision: str, device: torch.device) -> bool:
-    """Whether the forward pass runs under bfloat16 autocast (``TrainConfig.precision``). ``auto`` asks oneDNN
-    whether this CPU has native bfloat16: without it bf16 is emulated and slower than fp32."""
+    """Whether the forward pass runs under bfloat16 autocast (``TrainConfig.precision``). ``auto`` on a CPU asks
+    PyTorch whether it has native bfloat16 (AVX-512 BF16 or AMX): without it bf16 is emulated and slower than fp32."""
     if precision != "auto":
         return precision == "bf16"
     if device.type == "cuda":
         return True
     try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):  # a PyTorch without the check: assume none
+        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+    except (AttributeError, RuntimeError):  # a PyTorch without the checks (private ones): assume none
         return False
 
 
@@ -285,7 +285,7 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
         model.load_state_dict(load_network(Path(config.init), expect=full_shape(model.shape),
                                            device=device)[0].state_dict())
     use_amp = uses_bf16(config.precision, device)
-    channels_last = device.type == "cpu"  # oneDNN's convolutions run faster on NHWC tensors
+    channels_last = use_amp and device.type == "cpu"  # oneDNN's bf16 convolutions run faster on NHWC tensors
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
     print(f"training in {'bf16' if use_amp else 'fp32'} on {device}")
