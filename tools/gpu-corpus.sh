@@ -13,7 +13,7 @@
 # Carry (.carry/): corpus.pack (python -m training corpus-pack .carry/corpus.pack) and chess.zip (python-chess, which
 # the GPU machine lacks: (cd .venv/lib/python3.*/site-packages && python -m zipfile -c "$OLDPWD/.carry/chess.zip" chess/)).
 # MIN: minutes this call may take in all (default 9.3, inside the device's 10 a call). INIT: the network the runs
-# start from (default weights/resnet.pt; e.g. weights/candidates/gpu21-abc.pt).
+# start from (default weights/resnet.pt; e.g. a run's swa.pt).
 # Toy scale on a CPU (3,000 positions of the pack, a fraction of a minute):
 #   SCALE=toy MIN=1.2 OUT=/tmp/out WORK=/tmp/gpu-corpus bash tools/gpu-corpus.sh
 set -u
