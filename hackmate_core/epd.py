@@ -9,9 +9,12 @@ not legal (no king, the side not to move in check, ...).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable, Iterator, Sequence, Union
 
 import chess
+
+from hackmate_core.textfiles import READ_ERRORS, open_text
 
 #: An EPD operation's value as python-chess reads it: a move (bm Nf3), moves (bm e4 d4), a number, a string.
 Operand = Union[None, str, int, float, chess.Move, list[chess.Move]]
@@ -54,8 +57,22 @@ def read_epd(lines: Iterable[str]) -> Iterator[Union[EpdPosition, BadLine]]:
             yield BadLine(number, f"not a legal position ({board.status().name})")
 
 
+def read_epd_file(path: Path) -> list[Union[EpdPosition, BadLine]]:
+    """:func:`read_epd` over a plain or compressed file; one that cannot be read whole is an :class:`InputError`."""
+    try:
+        with open_text(path) as handle:
+            return list(read_epd(handle))
+    except READ_ERRORS as error:
+        raise InputError.unreadable(path, error) from None
+
+
 class InputError(ValueError):
     """A file that cannot be used as asked; the message names the file and what is wrong with it."""
+
+    @classmethod
+    def unreadable(cls, source: object, error: BaseException) -> "InputError":
+        """'SOURCE: unreadable or truncated (ERROR)': a missing, damaged or cut-off file."""
+        return cls(f"{source}: unreadable or truncated ({error})")
 
     @classmethod
     def listing(cls, source: object, problems: Sequence[object], total: int, unit: str, what: str) -> "InputError":

@@ -14,7 +14,7 @@ from typing import Optional
 import chess
 import chess.pgn
 
-from hackmate_core.epd import BadLine, InputError, read_epd
+from hackmate_core.epd import BadLine, InputError, read_epd_file
 from hackmate_core.textfiles import READ_ERRORS, base_suffix, open_text
 
 
@@ -28,10 +28,7 @@ def load_openings(path: Optional[Path], limit: int, seed: int, plies: int = 0) -
     if path is None:
         return [chess.Board()]
     is_pgn = base_suffix(path) == ".pgn"
-    try:
-        boards, bad, total = _from_pgn(path, plies) if is_pgn else _from_epd(path)
-    except READ_ERRORS as error:
-        raise InputError(f"{path}: unreadable or truncated ({error})") from None
+    boards, bad, total = _from_pgn(path, plies) if is_pgn else _from_epd(path)
     unit = "games" if is_pgn else "lines"
     if bad:
         raise InputError.listing(path, bad, total, unit, "are not playable openings")
@@ -47,21 +44,24 @@ def _from_pgn(path: Path, plies: int) -> tuple[list[chess.Board], list[str], int
     boards: list[chess.Board] = []
     bad: list[str] = []
     total = 0
-    with open_text(path) as handle:
-        while (game := chess.pgn.read_game(handle)) is not None:
-            total += 1
-            if game.errors:
-                bad.append(f"game {total}: {game.errors[0]}")
-                continue
-            board = game.board()
-            for ply, move in enumerate(game.mainline_moves()):
-                if plies and ply >= plies:
-                    break
-                board.push(move)
-            if board.is_game_over():
-                bad.append(f"game {total}: the game is over after {board.ply()} plies")
-            else:
-                boards.append(board)
+    try:
+        with open_text(path) as handle:
+            while (game := chess.pgn.read_game(handle)) is not None:
+                total += 1
+                if game.errors:
+                    bad.append(f"game {total}: {game.errors[0]}")
+                    continue
+                board = game.board()
+                for ply, move in enumerate(game.mainline_moves()):
+                    if plies and ply >= plies:
+                        break
+                    board.push(move)
+                if board.is_game_over():
+                    bad.append(f"game {total}: the game is over after {board.ply()} plies")
+                else:
+                    boards.append(board)
+    except READ_ERRORS as error:
+        raise InputError.unreadable(path, error) from None
     return boards, bad, total
 
 
@@ -69,8 +69,7 @@ def _from_epd(path: Path) -> tuple[list[chess.Board], list[str], int]:
     """(openings, bad lines named, lines read)."""
     boards: list[chess.Board] = []
     bad: list[str] = []
-    with open_text(path) as handle:
-        entries = list(read_epd(handle))
+    entries = read_epd_file(path)
     for entry in entries:
         if isinstance(entry, BadLine):
             bad.append(str(entry))

@@ -18,8 +18,7 @@ import chess
 import chess.engine
 import click
 
-from hackmate_core.epd import BadLine, EpdPosition, InputError, read_epd
-from hackmate_core.textfiles import READ_ERRORS, open_text
+from hackmate_core.epd import BadLine, EpdPosition, InputError, read_epd_file
 from tools.match import parse_options
 
 
@@ -40,11 +39,7 @@ def load_suite(path: Path) -> tuple[list[EpdPosition], int]:
 
     A line that is not a legal position makes the whole suite an error that lists every such line.
     """
-    try:
-        with open_text(path) as handle:
-            entries = list(read_epd(handle))
-    except READ_ERRORS as error:
-        raise InputError(f"{path}: unreadable or truncated ({error})") from None
+    entries = read_epd_file(path)
     bad = [entry for entry in entries if isinstance(entry, BadLine)]
     if bad:
         raise InputError.listing(path, bad, len(entries), "lines", "are not legal positions")

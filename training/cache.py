@@ -124,10 +124,11 @@ def save_array(path: Path, array: np.ndarray) -> None:
     os.replace(temporary_name(path), path)
 
 
-def size_on_disk(directory: Path) -> int:
-    """Bytes the files under ``directory`` occupy (allocated blocks where the system reports them)."""
+def size_on_disk(directory: Path, pattern: str = "**/*") -> int:
+    """Bytes the files under ``directory`` occupy (allocated blocks where the system reports them); ``pattern``
+    ``*`` counts only the files directly in it."""
     total = 0
-    for file in directory.rglob("*"):
+    for file in directory.glob(pattern):
         if file.is_file() and not file.is_symlink():
             stat = file.stat()
             total += stat.st_blocks * 512 if hasattr(stat, "st_blocks") else stat.st_size
@@ -136,10 +137,13 @@ def size_on_disk(directory: Path) -> int:
 
 def describe() -> dict:
     """What the cache holds: every entry (kind, key, path, bytes on disk, its manifest's format, version and
-    summary, or why it has none) and the total."""
+    summary, or why it has none), the bytes of each top-level folder (entries and loose files: a folder kept
+    there by hand is one too) and of the whole cache."""
     base = root()
-    entries = []
+    entries: list[dict] = []
+    folders: dict[str, int] = {}
     for kind in sorted(p for p in base.iterdir() if p.is_dir() and not p.is_symlink()) if base.exists() else []:
+        first = len(entries)
         for path in sorted(p for p in kind.iterdir() if p.is_dir() and not p.is_symlink()):
             item = {"kind": kind.name, "key": path.name, "path": str(path), "bytes": size_on_disk(path)}
             try:
@@ -151,4 +155,6 @@ def describe() -> dict:
             except (OSError, ValueError) as error:
                 item["summary"] = f"unreadable manifest ({error})"
             entries.append(item)
-    return {"root": str(base), "entries": entries, "bytes": sum(e["bytes"] for e in entries)}
+        folders[kind.name] = sum(e["bytes"] for e in entries[first:]) + size_on_disk(kind, "*")
+    loose = size_on_disk(base, "*") if base.exists() else 0
+    return {"root": str(base), "entries": entries, "folders": folders, "bytes": sum(folders.values()) + loose}

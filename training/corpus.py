@@ -740,12 +740,9 @@ def info_text() -> str:
             problem = cache.Entry(Path(item["path"]), *known[item["kind"]]).problem()
             state = f" [unusable: {problem}; rebuilt when its inputs are asked for; safe to delete]" if problem else ""
             lines.append(f"{item['kind']}/{item['key']}: {item['bytes'] / 2**20:,.1f} MiB  {item['summary']}{state}")
-    base = cache.root()
-    kept_by_hand = sorted(p for p in base.iterdir() if p.is_dir() and not p.is_symlink()
-                          and p.name not in known and p.name != ADDED) if base.exists() else []
-    lines.extend(f"{folder.name}/: {cache.size_on_disk(folder) / 2**20:,.1f} MiB (not the corpus's: left as it is)"
-                 for folder in kept_by_hand)  # runs, candidates, ...
-    lines.append(f"in all: {(cache.size_on_disk(base) if base.exists() else 0) / 2**20:,.1f} MiB on disk")
+    lines.extend(f"{kind}/: {size / 2**20:,.1f} MiB (not the corpus's: left as it is)"
+                 for kind, size in description["folders"].items() if kind not in known and kind != ADDED)
+    lines.append(f"in all: {description['bytes'] / 2**20:,.1f} MiB on disk")
     return "\n".join(lines)
 
 

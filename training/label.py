@@ -97,8 +97,9 @@ def game_id(source: str, index: int) -> int:
 
 
 def _kind(path: Path) -> str:
-    if base_suffix(path) in (".pgn", ".epd"):
-        return base_suffix(path)[1:]
+    suffix = base_suffix(path)
+    if suffix in (".pgn", ".epd"):
+        return suffix[1:]
     raise DataError(f"{path}: not a PGN or EPD file (.pgn/.epd, optionally .gz/.bz2/.xz)")
 
 
