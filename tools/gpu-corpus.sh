@@ -2,7 +2,7 @@
 # The corpus call (docs/gpu-recipe.md, "The corpus call"): continual training from the shipped network on the whole
 # corpus, three runs at once on one GPU, in ONE call of the device tool (a rental gives 15 minutes of device time in
 # all, the machine's start included, and a call at most 10). The corpus travels packed (training corpus-pack, about
-# 27.5 MiB for 6.3M positions), so the call spends its time training, not preparing:
+# 28.6 MiB for 6.7M positions), so the call spends its time training, not preparing:
 #   A  the control: lr 1e-3 cosine over the call's time, batch 1024, soft MultiPV targets at 10 cp, --mirror, a
 #      running mean of the weights every 50 batches, --seed 7;
 #   B  as A with --seed 8: a sibling for a weight average ("model soup") of runs from the same network;
@@ -14,8 +14,8 @@
 # the GPU machine lacks: (cd .venv/lib/python3.*/site-packages && python -m zipfile -c "$OLDPWD/.carry/chess.zip" chess/)).
 # MIN: minutes this call may take in all (default 9.3, inside the device's 10 a call). INIT: the network the runs
 # start from (default weights/resnet.pt; e.g. a run's swa.pt).
-# Toy scale on a CPU (3,000 positions of the pack, a fraction of a minute):
-#   SCALE=toy MIN=1.2 OUT=/tmp/out WORK=/tmp/gpu-corpus bash tools/gpu-corpus.sh
+# Toy scale on a CPU (3,000 positions of the pack; reading the pack takes three processes on two cores half a minute):
+#   SCALE=toy MIN=1.6 OUT=/tmp/out WORK=/tmp/gpu-corpus bash tools/gpu-corpus.sh
 set -u
 START=$SECONDS
 CARRY=${CARRY:-.carry}; export PYTHONPATH=$CARRY/chess.zip${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
