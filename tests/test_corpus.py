@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import lzma
+import os
 import random
 import re
 from pathlib import Path
@@ -15,11 +16,13 @@ import chess.pgn
 import chess.polyglot
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from evaluators.encoding import get_encoding
 from tests.conftest import needs_stockfish, stockfish_path
 from training import cache, corpus, shards
 from training.corpus import CorpusConfig, build, load_for_training, validation_split
+from training.__main__ import cli
 from training.generate import SelfPlayOptions, selfplay
 
 OPENING = ["e2e4", "e7e5", "g1f3", "b8c6"]  # every game starts so: positions repeat across games and files
@@ -202,6 +205,80 @@ def test_the_cache_refuses_a_half_written_or_foreign_entry_and_rebuilds_it(tmp_p
     assert str(cache_dir) in info and "corpus-parts/" in info and "MiB on disk" in info
     assert "runs/: 3.0 MiB (not the corpus's" in info and "half-written" not in info
 
+
+
+def tree(directory: Path) -> dict[str, bytes]:
+    """Every file under ``directory`` (relative path: content), links as their targets."""
+    return {str(p.relative_to(directory)): os.readlink(p).encode() if p.is_symlink() else p.read_bytes()
+            for p in sorted(directory.rglob("*")) if p.is_file() or p.is_symlink()}
+
+
+def test_prune_keeps_the_current_corpus_and_its_parts_and_nothing_else_stale(tmp_path, cache_dir):
+    kept, gone, new = (write_games(tmp_path / name, range(i * 4, i * 4 + 4)) for i, name in
+                       enumerate(["a.pgn", "gone.pgn", "new.pgn"]))
+    (cache_dir / corpus.ADDED / "cpu").mkdir(parents=True)  # self-play the user added: joined by every corpus
+    write_games(cache_dir / corpus.ADDED / "cpu" / "sp.pgn.xz", range(20, 24))
+    (cache_dir / corpus.ADDED / "cpu" / "next.pgn.xz.part0").write_text("still being written")
+    old = [make([kept]), make([kept, gone])]
+    current = make([kept, new])
+    expected = by_key(current.directory)
+    half_written = cache_dir / corpus.PARTS / "0123abcd"  # a part whose preparing was cut short: no manifest
+    half_written.mkdir()
+    (half_written / "planes.npy.tmp").write_bytes(bytes(100))
+    (cache_dir / corpus.JOINS / "manifest.json.tmp").write_text("{")
+    (cache_dir / "runs" / "mine").mkdir(parents=True)
+    (cache_dir / "runs" / "mine" / "net.pt").write_bytes(bytes(1000))
+    (cache_dir / "corpus-1234.pack").write_bytes(b"pack")
+    (cache_dir / "notes").mkdir()
+    (cache_dir / "notes" / "todo.txt").write_text("mine")
+    others = {name: tree(cache_dir / name) for name in ("games", "runs", "notes")}
+    pack = (cache_dir / "corpus-1234.pack").read_bytes()
+    current_files = tree(current.directory)
+    current_parts = {r.key: tree(cache_dir / corpus.PARTS / r.key) for r in current.parts}
+    gone_key = next(r.key for r in old[1].parts if r.source == gone)
+    stale = [join.directory for join in old] + [cache_dir / corpus.JOINS / "manifest.json.tmp",
+                                                 half_written, cache_dir / corpus.PARTS / gone_key]
+
+    result = CliRunner().invoke(cli, ["corpus", "--prune"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert len(lines) == len(stale) + 1 and lines[-1].startswith("freed ") and lines[-1].endswith(" MiB")
+    assert sorted(line.split(":")[0] for line in lines[:-1]) == sorted(
+        f"removed {path.relative_to(cache_dir)}" for path in stale)
+    assert not any(path.exists() for path in stale)
+    assert sorted(p.name for p in (cache_dir / corpus.JOINS).iterdir()) == [current.directory.name]
+    assert sorted(p.name for p in (cache_dir / corpus.PARTS).iterdir()) == sorted(current_parts)
+    assert tree(current.directory) == current_files
+    assert {key: tree(cache_dir / corpus.PARTS / key) for key in current_parts} == current_parts
+    assert {name: tree(cache_dir / name) for name in others} == others
+    assert (cache_dir / "corpus-1234.pack").read_bytes() == pack
+    assert by_key(cache_dir / corpus.CURRENT) == expected  # what `train` reads still loads, unchanged
+    again = CliRunner().invoke(cli, ["corpus", "--prune"])
+    assert again.exit_code == 0 and again.output.startswith("nothing to prune")
+    for usage in (["--prune", "--info"], ["--prune", str(kept)]):
+        refused = CliRunner().invoke(cli, ["corpus", *usage])
+        assert refused.exit_code == 2 and "--prune takes no FILES and no --info" in refused.output
+
+
+def test_prune_without_a_current_corpus_refuses_and_removes_nothing(tmp_path, cache_dir):
+    games = write_games(tmp_path / "a.pgn", range(4))
+    make([games])
+    made = make([games, write_games(tmp_path / "b.pgn", range(4, 8))])
+    link = cache_dir / corpus.CURRENT
+    link.unlink()
+    before = tree(cache_dir)
+    with pytest.raises(corpus.CorpusError, match="no current corpus"):
+        corpus.prune_stale()
+    link.symlink_to(Path(corpus.JOINS) / ("0" * 32), target_is_directory=True)  # dangling
+    before[corpus.CURRENT] = os.readlink(link).encode()
+    result = CliRunner().invoke(cli, ["corpus", "--prune"])
+    assert result.exit_code == 1 and "is absent: nothing pruned" in result.output
+    assert tree(cache_dir) == before
+    link.unlink()
+    link.symlink_to(made.directory.relative_to(cache_dir) / "part.npy")  # not a joined corpus
+    assert CliRunner().invoke(cli, ["corpus", "--prune"]).exit_code == 1
+    link.unlink()
+    assert tree(cache_dir) == {name: data for name, data in before.items() if name != corpus.CURRENT}
 
 def test_truncated_or_corrupt_files_are_named_and_counted_and_the_rest_prepared(tmp_path, cache_dir):
     good = write_games(tmp_path / "a.pgn", range(4))

@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import struct
 import time
 from dataclasses import dataclass, field
@@ -746,16 +747,59 @@ def info_text() -> str:
     return "\n".join(lines)
 
 
+def prune_stale() -> list[tuple[Path, int]]:
+    """Remove what the current corpus (ROOT/corpus) does not read, to free the disk: the other joined corpora (one
+    more, about 70 MiB, each time the corpus grows; rebuilt from the parts if asked for again) and the parts its
+    manifest does not list, half-written ones included; nothing else. Returns each removed path with its bytes on
+    disk, joins first (an interrupted run leaves no join without its parts). Refuses (CorpusError), removing
+    nothing, without a complete current corpus."""
+    link, joins, parts = cache.root() / CURRENT, cache.root() / JOINS, cache.root() / PARTS
+    if not link.is_symlink():
+        raise CorpusError(f"no current corpus ({link} is not a link): nothing pruned; run `python -m training corpus`")
+    current = cache.Entry(link.resolve(), JOIN_FORMAT, JOIN_VERSION)
+    problem = current.problem() if current.path.parent == joins.resolve() else f"not in {joins}"
+    if problem:
+        raise CorpusError(f"the current corpus {link} -> {os.readlink(link)} is {problem}: nothing pruned; "
+                          f"run `python -m training corpus`")
+    used = {part["key"] for part in current.manifest()["parts"]}
+    stale = [path for path in sorted(joins.iterdir()) if path.name != current.path.name]
+    stale += [path for path in sorted(parts.iterdir()) if path.name not in used]
+    removed = []
+    for path in stale:
+        if path.is_dir() and not path.is_symlink():
+            removed.append((path, cache.size_on_disk(path)))
+            shutil.rmtree(path)
+        else:  # a loose file, such as a temporary name left by a crash
+            removed.append((path, path.lstat().st_size))
+            path.unlink()
+    return removed
+
+
 @click.command("corpus")
 @click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
 @options_from(CorpusConfig, skip=("files",), overrides={"exclude": {"type": click.Path(exists=True, file_okay=False)}})
 @click.option("--info", is_flag=True, help="Print what the cache holds and its size on disk; prepare nothing.")
-def corpus_command(info: bool, files: tuple[str, ...], **kwargs) -> None:
+@click.option("--prune", is_flag=True, help="Remove the joined corpora other than the current one (about 70 MiB "
+                                            "each, rebuilt from the parts if asked for again) and the parts it does "
+                                            "not join; prepare nothing. Not while another corpus run is going.")
+def corpus_command(info: bool, prune: bool, files: tuple[str, ...], **kwargs) -> None:
     """Prepare every game and MultiPV file into the cache (each file once, reused after) and join them into the
     training corpus: one record per position, the test set left out, whole games held out for validation.
     Train on it with `python -m training train $HACKMATE_CACHE/corpus` (default ~/.cache/hackmate/corpus)."""
+    if prune and (info or files):
+        raise click.UsageError("--prune takes no FILES and no --info")
     if info:
         click.echo(info_text())
+        return
+    if prune:
+        try:
+            removed = prune_stale()
+        except DataError as error:
+            raise click.ClickException(str(error)) from None
+        for path, size in removed:
+            click.echo(f"removed {path.relative_to(cache.root())}: {size / 2**20:,.1f} MiB")
+        click.echo(f"freed {sum(size for _, size in removed) / 2**20:,.1f} MiB" if removed else
+                   "nothing to prune: the cache holds only the current corpus and its parts")
         return
     config = CorpusConfig(files=list(files), **kwargs)
     try:
