@@ -206,7 +206,6 @@ def test_the_cache_refuses_a_half_written_or_foreign_entry_and_rebuilds_it(tmp_p
     assert "runs/: 3.0 MiB (not the corpus's" in info and "half-written" not in info
 
 
-
 def tree(directory: Path) -> dict[str, bytes]:
     """Every file under ``directory`` (relative path: content), links as their targets."""
     return {str(p.relative_to(directory)): os.readlink(p).encode() if p.is_symlink() else p.read_bytes()
@@ -241,7 +240,8 @@ def test_prune_keeps_the_current_corpus_and_its_parts_and_nothing_else_stale(tmp
 
     result = CliRunner().invoke(cli, ["corpus", "--prune"])
     assert result.exit_code == 0, result.output
-    lines = result.output.splitlines()
+    kept_line, *lines = result.output.splitlines()
+    assert kept_line.startswith(f"kept the current corpus, {corpus.JOINS}/{current.directory.name},")
     assert len(lines) == len(stale) + 1 and lines[-1].startswith("freed ") and lines[-1].endswith(" MiB")
     assert sorted(line.split(":")[0] for line in lines[:-1]) == sorted(
         f"removed {path.relative_to(cache_dir)}" for path in stale)
@@ -254,7 +254,7 @@ def test_prune_keeps_the_current_corpus_and_its_parts_and_nothing_else_stale(tmp
     assert (cache_dir / "corpus-1234.pack").read_bytes() == pack
     assert by_key(cache_dir / corpus.CURRENT) == expected  # what `train` reads still loads, unchanged
     again = CliRunner().invoke(cli, ["corpus", "--prune"])
-    assert again.exit_code == 0 and again.output.startswith("nothing to prune")
+    assert again.exit_code == 0 and again.output.splitlines()[1].startswith("nothing to prune")
     for usage in (["--prune", "--info"], ["--prune", str(kept)]):
         refused = CliRunner().invoke(cli, ["corpus", *usage])
         assert refused.exit_code == 2 and "--prune takes no FILES and no --info" in refused.output
@@ -279,6 +279,7 @@ def test_prune_without_a_current_corpus_refuses_and_removes_nothing(tmp_path, ca
     assert CliRunner().invoke(cli, ["corpus", "--prune"]).exit_code == 1
     link.unlink()
     assert tree(cache_dir) == {name: data for name, data in before.items() if name != corpus.CURRENT}
+
 
 def test_truncated_or_corrupt_files_are_named_and_counted_and_the_rest_prepared(tmp_path, cache_dir):
     good = write_games(tmp_path / "a.pgn", range(4))

@@ -748,9 +748,10 @@ def info_text() -> str:
 
 
 def prune_stale() -> list[tuple[Path, int]]:
-    """Remove what the current corpus (ROOT/corpus) does not read, to free the disk: the other joined corpora (one
-    more, about 70 MiB, each time the corpus grows; rebuilt from the parts if asked for again) and the parts its
-    manifest does not list, half-written ones included; nothing else. Returns each removed path with its bytes on
+    """Remove what the current corpus (ROOT/corpus, the last one `corpus` joined) does not read, to free the disk:
+    the other joined corpora (one more, about 70 MiB, each time the corpus grows; rebuilt from the parts if asked
+    for again) and the parts its manifest does not list, half-written ones included (after a `corpus` of a few
+    files only, every other file's part: they are prepared again when joined again); nothing else. Returns each removed path with its bytes on
     disk, joins first (an interrupted run leaves no join without its parts). Refuses (CorpusError), removing
     nothing, without a complete current corpus."""
     link, joins, parts = cache.root() / CURRENT, cache.root() / JOINS, cache.root() / PARTS
@@ -762,8 +763,8 @@ def prune_stale() -> list[tuple[Path, int]]:
         raise CorpusError(f"the current corpus {link} -> {os.readlink(link)} is {problem}: nothing pruned; "
                           f"run `python -m training corpus`")
     used = {part["key"] for part in current.manifest()["parts"]}
-    stale = [path for path in sorted(joins.iterdir()) if path.name != current.path.name]
-    stale += [path for path in sorted(parts.iterdir()) if path.name not in used]
+    stale = [path for path in sorted(joins.iterdir()) if path.resolve() != current.path]
+    stale += [path for path in sorted(parts.iterdir()) if path.name not in used] if parts.is_dir() else []
     removed = []
     for path in stale:
         if path.is_dir() and not path.is_symlink():
@@ -796,6 +797,7 @@ def corpus_command(info: bool, prune: bool, files: tuple[str, ...], **kwargs) ->
             removed = prune_stale()
         except DataError as error:
             raise click.ClickException(str(error)) from None
+        click.echo(f"kept the current corpus, {os.readlink(cache.root() / CURRENT)}, and the parts it joins")
         for path, size in removed:
             click.echo(f"removed {path.relative_to(cache.root())}: {size / 2**20:,.1f} MiB")
         click.echo(f"freed {sum(size for _, size in removed) / 2**20:,.1f} MiB" if removed else
