@@ -117,13 +117,13 @@ def test_precision_bf16_autocasts_the_forward_pass_and_keeps_fp32_weights(tiny_n
 def test_a_time_budget_anneals_to_its_end_and_finishes_the_run_mid_epoch(tmp_path):
     write_synthetic(tmp_path / "shards", 200)
     config = TrainConfig(data=[str(tmp_path / "shards")], out=str(tmp_path / "run"), blocks=1, filters=8,
-                         epochs=10000, batch_size=8, lr=1e-3, device="cpu", budget_minutes=0.01, max_minutes=1e-6)
+                         epochs=10000, batch_size=8, lr=1e-3, device="cpu", budget_minutes=0.05, max_minutes=1e-6)
     state = load_file(train(config, progress=False))  # the step limit comes first: one batch, resumable
     assert (state["epoch"], state["batch"]) == (0, 1) and not run_finished(state, config)
     config.max_minutes, config.resume = 0.0, True
     checkpoint = train(config, progress=False)
     state = load_file(checkpoint)
-    assert run_finished(state, config) and 1 <= state["epoch"] < 10000 and state["run_seconds"] >= 0.6
+    assert run_finished(state, config) and 1 <= state["epoch"] < 10000 and state["run_seconds"] >= 3
     assert state["optimizer"]["param_groups"][0]["lr"] < 0.1 * config.lr  # annealed by the end of the budget
     assert len(state["history"]) == state["epoch"] and state["history"][-1]["train_samples"] <= 200
     train(config, progress=False)  # a finished run stays as it is
