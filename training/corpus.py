@@ -747,13 +747,13 @@ def info_text() -> str:
     return "\n".join(lines)
 
 
-def prune_stale() -> list[tuple[Path, int]]:
+def prune_stale() -> tuple[Path, list[tuple[Path, int]]]:
     """Remove what the current corpus (ROOT/corpus, the last one `corpus` joined) does not read, to free the disk:
     the other joined corpora (one more, about 70 MiB, each time the corpus grows; rebuilt from the parts if asked
     for again) and the parts its manifest does not list, half-written ones included (after a `corpus` of a few
-    files only, every other file's part: they are prepared again when joined again); nothing else. Returns each removed path with its bytes on
-    disk, joins first (an interrupted run leaves no join without its parts). Refuses (CorpusError), removing
-    nothing, without a complete current corpus."""
+    files only, every other file's part: they are prepared again when joined again); nothing else. Returns the
+    current join's folder and each removed path with its bytes on disk, joins first (an interrupted run leaves no
+    join without its parts). Refuses (CorpusError), removing nothing, without a complete current corpus."""
     link, joins, parts = cache.root() / CURRENT, cache.root() / JOINS, cache.root() / PARTS
     if not link.is_symlink():
         raise CorpusError(f"no current corpus ({link} is not a link): nothing pruned; run `python -m training corpus`")
@@ -773,7 +773,7 @@ def prune_stale() -> list[tuple[Path, int]]:
         else:  # a loose file, such as a temporary name left by a crash
             removed.append((path, path.lstat().st_size))
             path.unlink()
-    return removed
+    return current.path, removed
 
 
 @click.command("corpus")
@@ -794,10 +794,10 @@ def corpus_command(info: bool, prune: bool, files: tuple[str, ...], **kwargs) ->
         return
     if prune:
         try:
-            removed = prune_stale()
+            kept, removed = prune_stale()
         except DataError as error:
             raise click.ClickException(str(error)) from None
-        click.echo(f"kept the current corpus, {os.readlink(cache.root() / CURRENT)}, and the parts it joins")
+        click.echo(f"kept the current corpus, {JOINS}/{kept.name}, and the parts it joins")
         for path, size in removed:
             click.echo(f"removed {path.relative_to(cache.root())}: {size / 2**20:,.1f} MiB")
         click.echo(f"freed {sum(size for _, size in removed) / 2**20:,.1f} MiB" if removed else
