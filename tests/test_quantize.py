@@ -36,7 +36,9 @@ def test_shipped_int8_network_is_the_shipped_network_quantised():
     boards = pgn_positions(FIXTURES / "games.pgn", 200)
     tops, values = outputs(fp32, boards)
     int8_tops, int8_values = outputs(int8, boards)
-    assert np.mean([a == b for a, b in zip(tops, int8_tops)]) > 0.9  # 96.1% on 10,000 positions (docs/bench.md)
+    # The shipped int8 copies keep fp32's move on 93.9-96.1% of 10,000 Carlsen positions (docs/network-history.md);
+    # 200 positions resolve about 1.7 points, so 85% fails a broken copy, not a network that quantises a little worse.
+    assert np.mean([a == b for a, b in zip(tops, int8_tops)]) > 0.85
     assert np.abs(values - int8_values).mean() < 0.06
 
 
