@@ -148,6 +148,18 @@ def test_train_reads_a_pack_as_the_corpus(packed, tmp_path):
     assert json.loads((tmp_path / "run" / "history.json").read_text())[0]["val_samples"] == held_out
 
 
+def test_policy_offsets_survive_their_packed_steps_at_the_ends_of_their_range():
+    info = np.iinfo(np.int64)
+    offsets = np.array([0, 1, 2, 5, 6, info.max, info.min, -1, 0, 0], dtype=np.int64)
+    stored = corpus_pack.encode("policy_offset", offsets)
+    assert stored.dtype == np.uint64 and not stored[1:3].any()  # one entry a position: a step of 0
+    decoded = corpus_pack.decode("policy_offset", stored)
+    assert decoded.dtype == np.int64 and decoded.flags.c_contiguous
+    np.testing.assert_array_equal(decoded, offsets)
+    with pytest.raises(ValueError, match="policy_offset stored as int64"):
+        corpus_pack.decode("policy_offset", offsets)  # a version-3 pack's offsets
+
+
 def test_a_truncated_foreign_or_other_version_pack_is_refused(packed, tmp_path):
     _, pack = packed
     assert corpus_pack.is_pack(pack)
@@ -184,10 +196,10 @@ def test_a_truncated_foreign_or_other_version_pack_is_refused(packed, tmp_path):
         for member in source.namelist():
             content = source.read(member)
             if member == "policy_offset.npy":
-                offsets = np.lib.format.read_array(source.open(member))
+                offsets = corpus_pack.decode("policy_offset", np.lib.format.read_array(source.open(member)))
                 offsets[[1, 2]] = offsets[[2, 1]] if offsets[1] != offsets[2] else (offsets[2] + 1, offsets[1])
                 buffer = io.BytesIO()
-                np.lib.format.write_array(buffer, offsets)
+                np.lib.format.write_array(buffer, corpus_pack.encode("policy_offset", offsets))
                 content = buffer.getvalue()
             archive.writestr(member, content)
     with pytest.raises(corpus_pack.PackError, match=f"{shuffled}: policy_offset does not run"):
