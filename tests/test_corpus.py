@@ -330,3 +330,16 @@ def test_stockfish_selfplay_writes_a_compressed_part_the_corpus_reads(tmp_path, 
     made = make([out])
     assert made.parts[0].manifest["games"] == 4 and made.parts[0].manifest["damaged"] is None
     assert made.manifest["counts"]["positions"] > 40  # every Stockfish move carries its eval: a record each
+
+
+def test_a_second_corpus_run_refuses_while_one_holds_the_cache(tmp_path, cache_dir):
+    games = write_games(tmp_path / "a.pgn", range(4))
+    made = make([games])
+    before = tree(cache_dir)
+    with cache.exclusive("a test"):
+        for args in (["corpus", "--no-shared", "--no-added", str(games)], ["corpus", "--prune"]):
+            result = CliRunner().invoke(cli, args)
+            assert result.exit_code == 1 and "is in use by another" in result.output, result.output
+        assert tree(cache_dir) == before
+    result = CliRunner().invoke(cli, ["corpus", "--prune"])  # released: the same command runs
+    assert result.exit_code == 0 and f"kept the current corpus, {corpus.JOINS}/{made.directory.name}" in result.output

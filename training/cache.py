@@ -10,10 +10,14 @@ complete; ``manifest.json``, written last, lists them with their sizes and says 
 format and version wrote them. An entry without a manifest, whose manifest does not
 match its files, or written by another format or version is never used: ``problem``
 names what is wrong, and the caller rebuilds it.
+
+One writer at a time: ``exclusive`` holds the cache for a command that writes or removes entries, and a second
+such command refuses instead of racing the first.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -21,7 +25,12 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock, and no second writer is kept out
+    fcntl = None  # type: ignore[assignment]
 
 import numpy as np
 
@@ -34,6 +43,33 @@ def root() -> Path:
     """The cache directory: $HACKMATE_CACHE, else ~/.cache/hackmate."""
     configured = os.environ.get(ENVIRONMENT)
     return Path(configured).expanduser() if configured else Path.home() / ".cache" / "hackmate"
+
+
+class CacheBusy(OSError):
+    """Another command holds the cache for writing (:func:`exclusive`)."""
+
+
+@contextlib.contextmanager
+def exclusive(command: str) -> Iterator[None]:
+    """Hold the cache for ``command`` alone while it writes or removes entries: ``Entry.start`` empties an entry
+    another run may be writing and a prune removes what another may be joining, so two at once could leave an
+    entry that claims files it lost. The lock is the kernel's on the cache directory itself (no lock file to
+    leave behind; released when the process ends, however it ends); a second holder gets CacheBusy at once."""
+    base = root()
+    base.mkdir(parents=True, exist_ok=True)
+    if fcntl is None:
+        yield
+        return
+    handle = os.open(base, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CacheBusy(f"the cache {base} is in use by another `python -m training corpus` run: "
+                            f"{command} changed nothing; run it again when that one has ended") from None
+        yield
+    finally:
+        os.close(handle)  # closing the last descriptor releases the lock
 
 
 def file_digest(path: Path) -> str:

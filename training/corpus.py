@@ -782,7 +782,8 @@ def prune_stale() -> tuple[Path, list[tuple[Path, int]]]:
 @click.option("--info", is_flag=True, help="Print what the cache holds and its size on disk; prepare nothing.")
 @click.option("--prune", is_flag=True, help="Remove the joined corpora other than the current one (about 70 MiB "
                                             "each, rebuilt from the parts if asked for again) and the parts it does "
-                                            "not join; prepare nothing. Not while another corpus run is going.")
+                                            "not join; prepare nothing. Refused while another corpus run "
+                                            "holds the cache.")
 def corpus_command(info: bool, prune: bool, files: tuple[str, ...], **kwargs) -> None:
     """Prepare every game and MultiPV file into the cache (each file once, reused after) and join them into the
     training corpus: one record per position, the test set left out, whole games held out for validation.
@@ -792,21 +793,20 @@ def corpus_command(info: bool, prune: bool, files: tuple[str, ...], **kwargs) ->
     if info:
         click.echo(info_text())
         return
+    try:
+        with cache.exclusive("corpus --prune" if prune else "corpus"):
+            if prune:
+                kept, removed = prune_stale()
+            else:
+                corpus = build(CorpusConfig(files=list(files), **kwargs), say=click.echo)
+    except (DataError, cache.CacheBusy) as error:
+        raise click.ClickException(str(error)) from None
     if prune:
-        try:
-            kept, removed = prune_stale()
-        except DataError as error:
-            raise click.ClickException(str(error)) from None
         click.echo(f"kept the current corpus, {JOINS}/{kept.name}, and the parts it joins")
         for path, size in removed:
             click.echo(f"removed {path.relative_to(cache.root())}: {size / 2**20:,.1f} MiB")
         click.echo(f"freed {sum(size for _, size in removed) / 2**20:,.1f} MiB" if removed else
                    "nothing to prune: the cache holds only the current corpus and its parts")
         return
-    config = CorpusConfig(files=list(files), **kwargs)
-    try:
-        corpus = build(config, say=click.echo)
-    except DataError as error:
-        raise click.ClickException(str(error)) from None
     click.echo(corpus.text())
     click.echo(f"train with: python -m training train {cache.root() / CURRENT} --out runs/NAME ...")
