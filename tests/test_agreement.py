@@ -162,11 +162,13 @@ def test_agreement_and_failures_are_counted(games, pgn, fake_engine):
                  for fen, uci in positions_of(selection))
     counts = ask_engine(selection, command, parse_options([]))
     assert counts["asked"] == len(selection.samples) and counts["agreed"] == agreed > 0
+    assert ask_engine(selection, command, parse_options([]), workers=3) == counts  # three engines, the same figures
     selection.samples = selection.samples[:2]
     for answer, failure in (("illegal", BAD_ANSWER), ("unreadable", BAD_ANSWER), ("none", NO_MOVE),
                             ("null", NO_MOVE), ("crash", ENGINE_CRASHED)):
-        counts = ask_engine(selection, command, parse_options([f"Answer={answer}"]))
-        assert counts == {"asked": 2, failure: 2}, answer
+        for workers in (1, 2):
+            counts = ask_engine(selection, command, parse_options([f"Answer={answer}"]), workers=workers)
+            assert counts == {"asked": 2, failure: 2}, (answer, workers)
 
 
 def test_an_option_the_engine_lacks_is_a_clear_error(pgn, fake_engine):
@@ -177,7 +179,7 @@ def test_an_option_the_engine_lacks_is_a_clear_error(pgn, fake_engine):
 
 def test_the_engine_end_to_end(games, pgn):
     result = CliRunner().invoke(cli, ["agreement", str(pgn), "--all-games", "--count", "4", "--option",
-                                      "Evaluator=material", "--json"])
+                                      "Evaluator=material", "--workers", "2", "--json"])
     assert result.exit_code == 0, result.output
     figures = json.loads(result.stdout)  # the progress bars go to stderr
     assert figures["agreement"]["positions"] == 4 and 0 <= figures["agreement"]["agreed"] <= 4

@@ -206,9 +206,11 @@ def evaluate_engine_command(test: Path, engine: str, nodes: int, multipv: int, p
               type=click.IntRange(min=2),
               help="The corpus's validation split: games whose identity (a hash of the moves) is a multiple of this.")
 @click.option("--all-games", is_flag=True, help="Take every game, not only the corpus's validation split.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Engines asked at once, each about its share of the positions (the figures do not depend on it).")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def agreement_command(files: tuple[Path, ...], command: str, options: tuple[str, ...], weights: Optional[str],
-                      from_ply: int, count: int, seed: int, validation_period: int, all_games: bool,
+                      from_ply: int, count: int, seed: int, validation_period: int, all_games: bool, workers: int,
                       as_json: bool) -> None:
     """How often the engine's move at `go nodes 1` is Stockfish's, on Stockfish's moves ([%eval]) from --from-ply
     on in games of PGN files (plain or .xz/.gz/.bz2), by default only those of the corpus's validation split,
@@ -224,7 +226,7 @@ def agreement_command(files: tuple[Path, ...], command: str, options: tuple[str,
     period = None if all_games else validation_period
     with clear_errors():
         selection = select_positions(files, from_ply, count, seed, period, progress=True)
-        counts = ask_engine(selection, command, engine_options, progress=True)
+        counts = ask_engine(selection, command, engine_options, progress=True, workers=workers)
     settings = {"engine": command, "options": engine_options, "limit": "go nodes 1", "files": [str(f) for f in files],
                 "games": "all" if all_games else f"validation split, 1 in {validation_period}",
                 "from_ply": from_ply, "count": count, "seed": seed}

@@ -15,9 +15,10 @@ from __future__ import annotations
 import math
 import shlex
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 import chess
 import chess.engine
@@ -146,14 +147,27 @@ def open_engine(command: str, options: dict[str, str]) -> chess.engine.SimpleEng
     return engine
 
 
-def ask_engine(selection: Selection, command: str, options: dict[str, str], progress: bool = False) -> Counter:
-    """Play ``go nodes 1`` on every sampled position: "agreed" and "asked", and a count of each failure (a crashed
-    engine is restarted; a failure counts as a disagreement, never as a skipped position)."""
+def ask_engine(selection: Selection, command: str, options: dict[str, str], progress: bool = False,
+               workers: int = 1) -> Counter:
+    """Play ``go nodes 1`` on every sampled position, on ``workers`` engines at once (each a process of its own,
+    asked in turn about every ``workers``-th position): "agreed" and "asked", and a count of each failure (a
+    crashed engine is restarted; a failure counts as a disagreement, never as a skipped position)."""
     from tqdm import tqdm
+    with tqdm(total=len(selection.samples), desc="positions", unit="pos", disable=not progress) as bar, \
+            ThreadPoolExecutor(workers) as pool:
+        shares = pool.map(lambda share: _ask_share(selection, share, command, options, bar),
+                          [selection.samples[worker::workers] for worker in range(workers)])
+        return sum(shares, Counter())
+
+
+def _ask_share(selection: Selection, samples: list[tuple[int, int]], command: str, options: dict[str, str],
+               bar: Any) -> Counter:
+    """One engine's share of :func:`ask_engine` (``bar``: the shared progress bar)."""
     counts: Counter = Counter()
     engine = open_engine(command, options)
     try:
-        for number, ply in tqdm(selection.samples, desc="positions", unit="pos", disable=not progress):
+        for number, ply in samples:
+            bar.update()
             game = selection.games[number]
             counts["asked"] += 1
             try:
