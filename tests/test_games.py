@@ -7,6 +7,7 @@ from pathlib import Path
 
 import chess
 import chess.engine
+import chess.pgn
 import pytest
 
 from hackmate_core.games import Mover, outcome, play_game as play_movers
@@ -45,9 +46,14 @@ def test_full_games_against_stockfish_without_time_loss(tmp_path):
     pgn = tmp_path / "games.pgn"
     stats = run_match(ours, stockfish, [chess.Board()], 2, TimeControl(3.0, 0.05), 2, pgn, log=lambda _: None)
     assert stats.games == 2
-    text = pgn.read_text()
-    assert "time forfeit" not in text and "rules infraction" not in text and "illegal move" not in text
-    assert text.count("[Termination") == 2
+    with open(pgn, encoding="utf-8") as handle:
+        games = [chess.pgn.read_game(handle) for _ in range(2)]
+    for game in games:
+        headers = game.headers
+        loser = headers["White"] if headers["Result"] == "0-1" else headers["Black"]
+        # every game ends by the rules, or by a flag of Stockfish's (on a loaded machine), never one of ours
+        assert headers["Termination"] == "normal" or (headers["Termination"] == "time forfeit" and
+                                                      loser == "stockfish"), str(game)
 
 
 class Moves(Mover):
