@@ -119,7 +119,7 @@ def test_probabilities_that_are_not_the_scores_soft_policy_are_packed(packed, tm
     assert_same_arrays(corpus_pack.read(pack)[0], expected, ("policy_prob", "policy_score", "policy_offset"))
 
 
-def test_train_reads_a_pack_as_the_corpus(packed, tmp_path):
+def test_train_reads_a_pack_as_the_corpus(packed, tmp_path, monkeypatch):
     pytest.importorskip("torch")
     from training.train import TrainConfig, load_data, train
     made, pack = packed
@@ -130,7 +130,12 @@ def test_train_reads_a_pack_as_the_corpus(packed, tmp_path):
         settings = dict(out=str(tmp_path / "run"), blocks=1, filters=8, epochs=1, batch_size=64, device="cpu",
                         validation=0.5, temperature=temperature)
         from_corpus, corpus_meta = load_data(TrainConfig(data=[str(made.directory)], **settings))
-        from_pack, pack_meta = load_data(TrainConfig(data=[str(pack)], **settings))
+        derived = []
+        with monkeypatch.context() as patch:  # the pack's probabilities are derived once, at the asked temperature
+            patch.setattr(shards, "soft_policy", lambda *args, real=shards.soft_policy: derived.append(args[2]) or
+                          real(*args))
+            from_pack, pack_meta = load_data(TrainConfig(data=[str(pack)], **settings))
+        assert derived == [temperature or corpus_pack.PROB_TEMPERATURE]
         assert_same_arrays(from_pack, from_corpus, columns)
         assert from_pack["validation"].sum() == held_out  # the corpus's split, not --validation's
         assert pack_meta["encoding"] == corpus_meta["encoding"]

@@ -182,28 +182,30 @@ def starts_as_pack(path: Path) -> bool:
     return header[:4] == b"PK\x03\x04" and header[26:28] == len(name).to_bytes(2, "little") and header[30:] == name
 
 
-def read(path: Path, encoding: Optional[str] = None) -> tuple[dict[str, np.ndarray], dict, str]:
-    """(arrays of shards.TRAINING_COLUMNS plus ``validation``, description, encoding name) of the pack ``path``.
-    The keys are zero (not packed). A damaged or foreign pack, or one of another ``encoding`` than the one asked
-    for, is refused with the reason."""
+def read(path: Path, encoding: Optional[str] = None, temperature: float = 0.0
+         ) -> tuple[dict[str, np.ndarray], dict, str]:
+    """(arrays of shards.TRAINING_COLUMNS plus ``validation``, description, encoding name) of the pack ``path``,
+    the MultiPV probabilities at ``temperature`` (centipawns; 0: as the corpus had them). The keys are zero (not
+    packed). A damaged or foreign pack, or one of another ``encoding`` than the one asked for, is refused with the
+    reason."""
     try:
         with zipfile.ZipFile(path) as pack:
             manifest = json.loads(pack.read(MANIFEST))
             if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
                 raise PackError(f"{path}: not a version-{VERSION} {FORMAT} (it says {manifest.get('format')!r} "
                                 f"version {manifest.get('version')!r}); pack it again with this code")
-            temperature, wdl_model = manifest.get("policy_prob_temperature"), manifest.get("wdl_model")
+            packed_temperature, wdl_model = manifest.get("policy_prob_temperature"), manifest.get("wdl_model")
             if wdl_model not in (None, WDL_MODEL):
                 raise PackError(f"{path}: W/D/L targets of the {wdl_model!r} model, not {WDL_MODEL!r}")
             arrays = {name: decode(name, np.lib.format.read_array(io.BytesIO(pack.read(f"{name}.npy"))))
-                      for name in packed_columns(bool(temperature), bool(wdl_model))}
+                      for name in packed_columns(bool(packed_temperature), bool(wdl_model))}
             n, entries, stored = manifest["positions"], manifest["entries"], manifest["positions"] - manifest["replayed"]
             row_bytes = get_encoding(manifest["encoding"]).binary_planes * 8
             offsets = arrays["policy_offset"]
             if len(offsets) and (offsets[0] != 0 or offsets[-1] != entries or (np.diff(offsets) < 0).any()):
                 raise PackError(f"{path}: policy_offset does not run from 0 to the {entries} entries in order")
-            if temperature:
-                arrays["policy_prob"] = derived_probabilities(arrays, temperature)
+            if temperature or packed_temperature:  # derived once, at the temperature asked for if any
+                arrays["policy_prob"] = derived_probabilities(arrays, temperature or packed_temperature)
             description = {"path": str(path), "corpus": manifest["corpus"], "positions": n,
                            "split": manifest["split"], "validation": manifest["validation"],
                            "parts": manifest["parts"], "packed": True}

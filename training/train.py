@@ -106,11 +106,10 @@ def load_source(path: Path, encoding: Optional[str], temperature: float) -> tupl
     """
     joined, packed = path.is_dir() and corpus.is_corpus(path), path.is_file() and corpus_pack.is_pack(path)
     if joined or packed:
-        if joined:
-            arrays, description, encoding_name = corpus.load_for_training(path, encoding)
-            arrays["validation"] = corpus.validation_split(path)
-        else:
-            arrays, description, encoding_name = corpus_pack.read(path, encoding)
+        if not joined:
+            return corpus_pack.read(path, encoding, temperature)
+        arrays, description, encoding_name = corpus.load_for_training(path, encoding)
+        arrays["validation"] = corpus.validation_split(path)
         if temperature:  # one-entry policies (moves played) stay as they are
             arrays["policy_prob"] = shards.soft_policy(arrays["policy_score"], arrays["policy_offset"], temperature)
         return arrays, description, encoding_name
