@@ -25,6 +25,7 @@ PERIOD = 3  # small, so that a dozen games have some in the split and some out
 
 #: A UCI engine that plays the first legal move in UCI order, or fails as its option Answer says.
 FAKE_ENGINE = '''
+import os
 import sys
 import chess
 board, answer = chess.Board(), "first"
@@ -32,6 +33,9 @@ for line in sys.stdin:
     words = line.split()
     if not words:
         continue
+    if words[0] == "go" and os.environ.get("FAKE_ENGINE_PIDS"):  # which process answered
+        with open(os.environ["FAKE_ENGINE_PIDS"], "a") as pids:
+            print(os.getpid(), file=pids)
     if words[0] == "uci":
         print("option name Answer type string default first")
         print("option name TacticalPriors type spin default 50 min 0 max 100")
@@ -155,14 +159,18 @@ def fake_engine(tmp_path) -> str:
     return f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
 
 
-def test_agreement_and_failures_are_counted(games, pgn, fake_engine):
+def test_agreement_and_failures_are_counted(games, pgn, fake_engine, tmp_path, monkeypatch):
     command = fake_engine
     selection = select_positions([pgn], from_ply=16, count=0, period=None)
     agreed = sum(min(move.uci() for move in chess.Board(fen).legal_moves) == uci
                  for fen, uci in positions_of(selection))
     counts = ask_engine(selection, command, parse_options([]))
     assert counts["asked"] == len(selection.samples) and counts["agreed"] == agreed > 0
+    monkeypatch.setenv("FAKE_ENGINE_PIDS", str(tmp_path / "pids"))
     assert ask_engine(selection, command, parse_options([]), workers=3) == counts  # three engines, the same figures
+    answered = (tmp_path / "pids").read_text().split()
+    assert len(answered) == len(selection.samples) and len(set(answered)) == 3
+    monkeypatch.delenv("FAKE_ENGINE_PIDS")
     selection.samples = selection.samples[:2]
     for answer, failure in (("illegal", BAD_ANSWER), ("unreadable", BAD_ANSWER), ("none", NO_MOVE),
                             ("null", NO_MOVE), ("crash", ENGINE_CRASHED)):

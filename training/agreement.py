@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import math
 import shlex
+import threading
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional
@@ -151,23 +152,35 @@ def ask_engine(selection: Selection, command: str, options: dict[str, str], prog
                workers: int = 1) -> Counter:
     """Play ``go nodes 1`` on every sampled position, on ``workers`` engines at once (each a process of its own,
     asked in turn about every ``workers``-th position): "agreed" and "asked", and a count of each failure (a
-    crashed engine is restarted; a failure counts as a disagreement, never as a skipped position)."""
+    crashed engine is restarted; a failure counts as a disagreement, never as a skipped position). An error in
+    one engine's share, or Ctrl-C, stops the others at their next position."""
     from tqdm import tqdm
+    workers = max(1, min(workers, len(selection.samples)))
+    stop = threading.Event()
     with tqdm(total=len(selection.samples), desc="positions", unit="pos", disable=not progress) as bar, \
             ThreadPoolExecutor(workers) as pool:
-        shares = pool.map(lambda share: _ask_share(selection, share, command, options, bar),
-                          [selection.samples[worker::workers] for worker in range(workers)])
-        return sum(shares, Counter())
+        try:
+            shares = [pool.submit(_ask_share, selection, selection.samples[worker::workers], command, options, bar,
+                                  stop) for worker in range(workers)]
+            done, _ = wait(shares, return_when=FIRST_EXCEPTION)
+            failed = [share.exception() for share in done if share.exception() is not None]
+            if failed:
+                raise failed[0]
+            return sum((share.result() for share in shares), Counter())
+        finally:
+            stop.set()  # before the pool waits for the other shares: they end at their next position
 
 
 def _ask_share(selection: Selection, samples: list[tuple[int, int]], command: str, options: dict[str, str],
-               bar: Any) -> Counter:
-    """One engine's share of :func:`ask_engine` (``bar``: the shared progress bar)."""
+               bar: Any, stop: threading.Event) -> Counter:
+    """One engine's share of :func:`ask_engine` (``bar``: the shared progress bar; ``stop``: set when the others
+    have failed or been interrupted)."""
     counts: Counter = Counter()
     engine = open_engine(command, options)
     try:
         for number, ply in samples:
-            bar.update()
+            if stop.is_set():
+                break
             game = selection.games[number]
             counts["asked"] += 1
             try:
@@ -179,6 +192,8 @@ def _ask_share(selection: Selection, samples: list[tuple[int, int]], command: st
             except chess.engine.EngineError:  # python-chess refuses an illegal or unreadable bestmove
                 counts[BAD_ANSWER] += 1
                 continue
+            finally:
+                bar.update()
             if not result.move:  # "(none)", or a null move
                 counts[NO_MOVE] += 1
             elif result.move == game.moves[ply]:

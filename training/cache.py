@@ -54,7 +54,9 @@ def exclusive(command: str) -> Iterator[None]:
     """Hold the cache for ``command`` alone while it writes or removes entries: ``Entry.start`` empties an entry
     another run may be writing and a prune removes what another may be joining, so two at once could leave an
     entry that claims files it lost. The lock is the kernel's on the cache directory itself (no lock file to
-    leave behind; released when the process ends, however it ends); a second holder gets CacheBusy at once."""
+    leave behind; released when the process ends, however it ends); a second holder gets CacheBusy at once.
+    Readers (`train`, `corpus-pack`) take no lock: a prune removes only joins that are no longer current. Where
+    the system or the file system has no flock (Windows; some network mounts), writers are not kept apart."""
     base = root()
     base.mkdir(parents=True, exist_ok=True)
     if fcntl is None:
@@ -67,6 +69,8 @@ def exclusive(command: str) -> Iterator[None]:
         except BlockingIOError:
             raise CacheBusy(f"the cache {base} is in use by another `python -m training corpus` run: "
                             f"{command} changed nothing; run it again when that one has ended") from None
+        except OSError:  # no flock on this file system: go on unguarded, as without fcntl
+            pass
         yield
     finally:
         os.close(handle)  # closing the last descriptor releases the lock
