@@ -16,7 +16,7 @@ import math
 import shlex
 import threading
 from collections import Counter
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional
@@ -162,11 +162,7 @@ def ask_engine(selection: Selection, command: str, options: dict[str, str], prog
         try:
             shares = [pool.submit(_ask_share, selection, selection.samples[worker::workers], command, options, bar,
                                   stop) for worker in range(workers)]
-            done, _ = wait(shares, return_when=FIRST_EXCEPTION)
-            failed = [share.exception() for share in done if share.exception() is not None]
-            if failed:
-                raise failed[0]
-            return sum((share.result() for share in shares), Counter())
+            return sum((share.result() for share in as_completed(shares)), Counter())  # the first error raises
         finally:
             stop.set()  # before the pool waits for the other shares: they end at their next position
 

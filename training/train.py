@@ -104,10 +104,9 @@ def load_source(path: Path, encoding: Optional[str], temperature: float) -> tupl
     a shard directory, an old `prepare` directory, or a MultiPV .jsonl(.gz) file. A corpus and a pack bring their
     own split as ``validation``.
     """
-    joined, packed = path.is_dir() and corpus.is_corpus(path), path.is_file() and corpus_pack.is_pack(path)
-    if joined or packed:
-        if not joined:
-            return corpus_pack.read(path, encoding, temperature)
+    if path.is_file() and corpus_pack.is_pack(path):
+        return corpus_pack.read(path, encoding, temperature)
+    if path.is_dir() and corpus.is_corpus(path):
         arrays, description, encoding_name = corpus.load_for_training(path, encoding)
         arrays["validation"] = corpus.validation_split(path)
         if temperature:  # one-entry policies (moves played) stay as they are
