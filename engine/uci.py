@@ -29,6 +29,7 @@ with :meth:`UciEngine.wait`.
 from __future__ import annotations
 
 import gc
+import os
 import random
 import sys
 import threading
@@ -44,6 +45,7 @@ from engine.backends import DEFAULT_EVALUATOR, AnyEvaluator, BackendError, apply
 from engine.options import OptionSet
 from engine.timeman import GoParams, allocate
 from hackmate_core import compiled, exchange, rules, score
+from hackmate_core.fallback import STRICT_VARIABLE, StrictFallback, fall_back
 from evaluators.base import LoadError
 from hackmate_core.options import Option, OptionError
 from hackmate_core.tablebase import Tablebase
@@ -51,6 +53,8 @@ from search.base import Search, SearchControl, SearchInfo, SearchResult
 
 #: Numbers in `go` are clamped to this magnitude (a GUI's "huge" stays huge, arithmetic stays finite).
 MAX_GO_NUMBER = 2 ** 53
+#: The engine process's exit status when a fallback is taken under strict mode (EX_SOFTWARE: an internal error).
+STRICT_EXIT_STATUS = 70
 
 
 def format_info(info: SearchInfo, show_wdl: bool) -> str:
@@ -169,9 +173,15 @@ class UciEngine:
     """The engine's state between commands, and the command dispatcher."""
 
     def __init__(self, evaluator: str = DEFAULT_EVALUATOR, search: Optional[str] = None,
-                 weights: Optional[str] = None, output: TextIO = sys.stdout, freeze_gc: bool = False) -> None:
+                 weights: Optional[str] = None, output: TextIO = sys.stdout, freeze_gc: bool = False,
+                 exit_on_strict: bool = False) -> None:
+        """``exit_on_strict``: a fallback under strict mode ends the process (the engine run by a GUI or a test
+        harness); otherwise it is recorded in :attr:`strict_failures` for an in-process caller to check."""
         self.output = output
         self.freeze_gc = freeze_gc
+        self.exit_on_strict = exit_on_strict
+        #: The fallbacks taken under strict mode (hackmate_core.fallback), in order.
+        self.strict_failures: list[str] = []
         self._write_lock = threading.Lock()
         self.registry = registry()
         self.options = OptionSet(self.registry.engine_options(evaluator, search))
@@ -211,6 +221,19 @@ class UciEngine:
         for line in text.splitlines() or [""]:
             self.send("info string " + line)
 
+    def fall_back(self, message: str) -> None:
+        """Tell a fallback the engine takes to keep playing (:func:`hackmate_core.fallback.fall_back`). Under strict
+        mode it is recorded, and the engine process exits with :data:`STRICT_EXIT_STATUS`, so that a test or a
+        match that drives it fails instead of going on."""
+        try:
+            fall_back(self.info_string, message)
+        except StrictFallback as failure:
+            self.strict_failures.append(str(failure))
+            if self.exit_on_strict:
+                self.info_string(f"{STRICT_VARIABLE} is set: the engine exits on this fallback")
+                print(f"strict mode: {failure}", file=sys.stderr, flush=True)
+                os._exit(STRICT_EXIT_STATUS)
+
     # --------------------------------------------------------------- backends
 
     def ensure_backend(self) -> None:
@@ -225,7 +248,7 @@ class UciEngine:
             search = self.registry.build_search(search_name, evaluator)
         except BackendError as error:
             search_name = self.registry.natural_search(name)
-            self.info_string(f"{error}; using search {search_name}")
+            self.fall_back(f"{error}; using search {search_name}")
             search = self.registry.build_search(search_name, evaluator)
         self.evaluator, self.search = evaluator, search
         self.backend_names = (name, search_name)
@@ -248,15 +271,15 @@ class UciEngine:
         try:
             evaluator = self.registry.build_evaluator(name, weights or None, self.options.get("Threads"))
         except BackendError as error:
-            self.info_string(f"{error}; falling back to material")
+            self.fall_back(f"{error}; falling back to material")
             return self.registry.build_evaluator("material"), "material"
         except (LoadError, OSError, ImportError) as error:
             if weights != kept:
-                self.info_string(f"cannot load Weights {weights!r}: {error}; keeping "
-                                 f"{repr(kept) if kept else 'the shipped network'}")
+                self.fall_back(f"cannot load Weights {weights!r}: {error}; keeping "
+                               f"{repr(kept) if kept else 'the shipped network'}")
                 self.options.values["Weights"] = kept
                 return self._load_evaluator(name, kept)
-            self.info_string(f"cannot load evaluator {name}: {error}; falling back to material")
+            self.fall_back(f"cannot load evaluator {name}: {error}; falling back to material")
             return self.registry.build_evaluator("material"), "material"
         self.loaded_weights[name] = weights
         return evaluator, name
@@ -296,9 +319,8 @@ class UciEngine:
                 return True
             return handler(args) is not False
         except Exception as error:  # the GUI must never see a crash
-            self.info_string(f"error in {command!r}: {error}")
-            for text in traceback.format_exc().splitlines():
-                print(text, file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
+            self.fall_back(f"error in {command!r}: {type(error).__name__}: {error}")
             return True
 
     def run(self, stream: TextIO = sys.stdin) -> None:
@@ -320,8 +342,8 @@ class UciEngine:
         self.send(f"id author {AUTHOR}")
         for problem in self.registry.problems:
             self.info_string(problem)
-        if compiled.why_not:
-            self.info_string(compiled.why_not)
+        if compiled.why_not:  # a fallback unless HACKMATE_PURE_PYTHON asked for the pure path
+            (self.info_string if compiled.FORCED_PURE_PYTHON else self.fall_back)(compiled.why_not)
         for option in list(self.options) + list(self.declared_tuning.values()):
             self.send(option.uci_line())
         self.send("uciok")
@@ -512,12 +534,18 @@ class UciEngine:
                 assert self.search is not None
                 result = self.search.search(board, control, lambda info: self.send(format_info(info, show_wdl)))
         except Exception as error:
-            self.info_string(f"search failed: {error}")
             traceback.print_exc(file=sys.stderr)
             if self.search is not None:
                 self.search.new_game()  # a half-updated tree or table must not be reused by the next search
-        if result.best_move is None or result.best_move not in board.legal_moves:
             result = SearchResult(fallback_move(board))
+            self.fall_back(f"search failed: {type(error).__name__}: {error}; playing "
+                           f"{result.best_move.uci() if result.best_move else 'no move'} instead")
+        if result.best_move is None and any(board.legal_moves) or \
+                result.best_move is not None and result.best_move not in board.legal_moves:
+            answered = result.best_move.uci() if result.best_move else "no move"
+            result = SearchResult(fallback_move(board))
+            self.fall_back(f"the search answered {answered}, not a legal move in {board.fen()}; playing "
+                           f"{result.best_move.uci() if result.best_move else 'no move'} instead")
         while control.must_wait_for_stop and not control.stop_event.is_set():
             control.stop_event.wait(0.005)
         line = "bestmove " + (result.best_move.uci() if result.best_move else "0000")
@@ -585,9 +613,10 @@ class UciEngine:
             run_bench(evaluator, search, self.options.get("Weights") or None, nodes, out=self.send,
                       threads=self.options.get("Threads"), options=settings, stop=stop)
         except Exception as error:  # the GUI must never see a crash
-            self.info_string(f"error in 'bench': {error}")
+            traceback.print_exc(file=sys.stderr)
+            self.fall_back(f"error in 'bench': {type(error).__name__}: {error}")
 
 
 def main(evaluator: str, search: Optional[str], weights: Optional[str]) -> None:
-    engine = UciEngine(evaluator, search, weights, freeze_gc=True)
+    engine = UciEngine(evaluator, search, weights, freeze_gc=True, exit_on_strict=True)
     engine.run()

@@ -26,6 +26,8 @@ PURE_PYTHON_VARIABLE = "HACKMATE_PURE_PYTHON"
 #: older sources is not used).
 EXTENSIONS = {"_cboard": ("the compiled board", 1), "_calphabeta": ("the compiled alpha-beta search", 1),
               "_cpuct": ("the compiled PUCT leaves", 6)}
+#: Whether the environment asks for the pure-Python path (then its use is no fallback).
+FORCED_PURE_PYTHON = os.environ.get(PURE_PYTHON_VARIABLE, "") not in ("", "0")
 #: What rebuilds them.
 _REBUILD = "a C compiler and `pip install -e .` (bin/setup-env does it) build it"
 
@@ -33,7 +35,7 @@ _REBUILD = "a C compiler and `pip install -e .` (bin/setup-env does it) build it
 def _load(name: str) -> tuple[Optional[ModuleType], Optional[str]]:
     """The extension ``hackmate_core.<name>``, or None and why not."""
     what, api_version = EXTENSIONS[name]
-    if os.environ.get(PURE_PYTHON_VARIABLE, "") not in ("", "0"):
+    if FORCED_PURE_PYTHON:
         return None, f"{PURE_PYTHON_VARIABLE} is set: the pure-Python path runs"
     try:
         module = importlib.import_module(f"hackmate_core.{name}")

@@ -13,6 +13,7 @@ from typing import Optional
 
 import pytest
 
+from hackmate_core.fallback import STRICT_VARIABLE
 from hackmate_core.uci_engines import find_stockfish
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,6 +124,40 @@ def tiny_network(tmp_path_factory):
 
 
 os.environ.setdefault("TQDM_DISABLE", "1")
+#: Strict mode (hackmate_core.fallback): every fallback the engine takes fails the test, also in engine processes
+#: started by a test (they inherit it). HACKMATE_STRICT=0 bin/test runs the suite without it.
+os.environ.setdefault(STRICT_VARIABLE, "1")
+
+
+#: The only skips a CI run (CI set in the environment) accepts: what a two-core CPU machine cannot run. Everything
+#: else CI must run, so a missing Stockfish, ../shared, Syzygy table, fastchess or extra fails the run there.
+CI_ALLOWED_SKIPS = ("OpenVINO is optional", "has a CUDA device", "needs a GPU")
+
+
+def ci_allows_skip(reason: str) -> bool:
+    """Whether CI may skip a test for ``reason``: a GPU or OpenVINO, or the compiled parts on the pure-Python path
+    that HACKMATE_PURE_PYTHON asked for (where they are absent by design)."""
+    from hackmate_core import compiled
+    return any(allowed in reason for allowed in CI_ALLOWED_SKIPS) or (
+        compiled.FORCED_PURE_PYTHON and ("compiled" in reason or compiled.PURE_PYTHON_VARIABLE in reason))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under CI, a skip that :func:`ci_allows_skip` does not allow is a failure that names its reason."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and os.environ.get("CI", "") not in ("", "0", "false") and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        if not ci_allows_skip(reason):
+            report.outcome = "failed"
+            report.longrepr = f"CI runs every test a two-core CPU machine can run, but this one was skipped: {reason}"
+
+
+@pytest.fixture
+def lenient(monkeypatch):
+    """Strict mode off for one test: for the tests of a fallback itself (it must still be reported)."""
+    monkeypatch.setenv(STRICT_VARIABLE, "0")
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from tests.conftest import lines_until_bestmove
 ROOT = Path(__file__).resolve().parent.parent
 #: The repository's package folders (tools/ included: the wheel leaves it out by its configuration, not by its absence).
 FOLDERS = sorted(path.name for path in ROOT.iterdir() if (path / "__init__.py").is_file() and path.name != "tests")
-SOURCES = ["pyproject.toml", "README.md", *FOLDERS]
+SOURCES = ["pyproject.toml", "setup.py", "README.md", *FOLDERS]  # setup.py: the wheel carries the compiled core
 #: Folders the wheel leaves out, and the folders it installs under another name.
 NOT_INSTALLED = {"tools"}
 PACKAGE_OF_FOLDER = {"weights": "hackmate_weights"}

@@ -155,7 +155,7 @@ def test_evaluator_keeps_a_search_the_gui_chose(driver):
     assert (engine.engine.evaluator.name, engine.engine.search.name) == ("pst", "alphabeta")
 
 
-def test_mistyped_weights_keep_the_network(driver, tmp_path):
+def test_mistyped_weights_keep_the_network(driver, tmp_path, lenient):
     engine = driver("--eval", "resnet", "--weights", str(tmp_path / "missing.onnx"))
     engine.send("isready")
     assert any("cannot load Weights" in line and "keeping the shipped network" in line for line in engine.strings())
@@ -171,7 +171,7 @@ def test_mistyped_weights_keep_the_network(driver, tmp_path):
     assert chess.Move.from_uci(engine.go("go nodes 20").split()[1]) in chess.Board().legal_moves
 
 
-def test_an_evaluator_that_cannot_load_falls_back_to_material(driver, monkeypatch):
+def test_an_evaluator_that_cannot_load_falls_back_to_material(driver, monkeypatch, lenient):
     def broken(*args):
         raise LoadError("no comparator today")
 

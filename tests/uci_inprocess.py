@@ -43,7 +43,8 @@ class Lines:
 
 
 class Driver:
-    """A UciEngine with a :class:`Lines` output."""
+    """A UciEngine with a :class:`Lines` output. A fallback the engine takes under strict mode (the suite's
+    default, tests/conftest.py) fails the command that caused it: :meth:`send` and :meth:`go` raise."""
 
     def __init__(self, *args: str) -> None:
         evaluator, search, weights = _backend_args(args)
@@ -57,12 +58,19 @@ class Driver:
     def send(self, *commands: str) -> None:
         for command in commands:
             self.engine.handle(command)
+            self.check()
+
+    def check(self) -> None:
+        """AssertionError if the engine took a fallback under strict mode (a search's shows once it has ended)."""
+        failures = self.engine.strict_failures
+        assert not failures, f"the engine fell back under strict mode: {failures}"
 
     def go(self, command: str = "go depth 2", timeout: float = 20.0) -> str:
         """Send a `go` that ends by itself and return its bestmove line."""
         start = len(self.lines)
         self.send(command)
         assert self.engine.wait(timeout), f"{command!r} still searching after {timeout}s"
+        self.check()
         return self.out.wait_for("bestmove", 1.0, start)
 
     def infos(self) -> list[str]:
@@ -73,6 +81,7 @@ class Driver:
 
     def close(self) -> None:
         self.engine.handle("quit")
+        self.check()
 
 
 def _backend_args(args: tuple[str, ...]) -> tuple[str, Optional[str], Optional[str]]:
