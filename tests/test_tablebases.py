@@ -1,7 +1,7 @@
 """Syzygy tablebases in every search: exact scores, the root filter, tbhits, and won endings converted to mate.
 
-The tables live outside the repository (../shared/data/syzygy, or $SYZYGY_PATH); every test here is
-skipped with a reason where they are absent, as in CI.
+The tables live outside the repository (../shared/data/syzygy, or $SYZYGY_PATH). Where they are absent every test
+here is skipped with the reason, except in CI, which has them and fails on such a skip (tests/conftest.py).
 """
 
 from __future__ import annotations
