@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any, Iterable, Iterator, Optional, Sequence
 
+from engine import strength
 from hackmate_core.options import Option, OptionError
 
 #: Most threads a GUI may ask for.
@@ -40,7 +41,7 @@ ENGINE_OPTIONS = (
     Option("Weights", "string", "", rebuild=True,
            help="ONNX weights: a path, or a shipped file's name (resnet-int8.onnx); empty: the shipped default"),
     Option("Clear Hash", "button", help="empty the search's table and the evaluator's cache"),
-)
+) + strength.OPTIONS
 
 
 #: Defaults that depend on the machine, as the option listing words them (so that it reads alike everywhere).

@@ -43,6 +43,7 @@ import chess.polyglot
 from engine import AUTHOR, NAME, __version__
 from engine.backends import DEFAULT_EVALUATOR, AnyEvaluator, BackendError, apply_hash, registry
 from engine.options import OptionSet
+from engine.strength import RATED_TUNING, Strength, strength
 from engine.timeman import GoParams, allocate
 from hackmate_core import compiled, exchange, rules, score
 from hackmate_core.fallback import STRICT_VARIABLE, StrictFallback, fall_back
@@ -199,6 +200,8 @@ class UciEngine:
         self.backend_names = ("", "")
         #: The Weights each evaluator loaded last: a value that does not load keeps them.
         self.loaded_weights: dict[str, str] = {}
+        #: What UCI_LimitStrength, UCI_Elo, RatingNetworks and NodeLimit ask of the backend built last.
+        self.strength = Strength(None, None)
         #: Tuning options set by the GUI (internal values), applied again to a rebuilt backend.
         self.tuning: dict[str, Any] = {}
         #: The same options as the GUI sent them (bench builds its own backend with them).
@@ -241,9 +244,17 @@ class UciEngine:
         `ucinewgame` and `bench`; `uci` needs no backend: the registry declares every option)."""
         if not self.backend_dirty and self.search is not None:
             return
-        evaluator, name = self._load_evaluator(self.options.get("Evaluator"), self.options.get("Weights"))
-        search_name = self.options.get("Search") if name == self.options.get("Evaluator") \
-            else self.registry.natural_search(name)
+        self.strength = strength(self.options.get("UCI_LimitStrength"), self.options.get("UCI_Elo"),
+                                 self.options.get("RatingNetworks"), self.options.get("NodeLimit"))
+        rated = self._load_rated(self.strength) if self.strength.weights is not None else None
+        if self.strength.note:  # what _load_rated left: a rating network that does not load is a fallback too
+            (self.fall_back if self.strength.fell_back else self.info_string)(self.strength.note)
+        if rated is not None:
+            evaluator, name, search_name = rated, DEFAULT_EVALUATOR, self.registry.natural_search(DEFAULT_EVALUATOR)
+        else:
+            evaluator, name = self._load_evaluator(self.options.get("Evaluator"), self.options.get("Weights"))
+            search_name = self.options.get("Search") if name == self.options.get("Evaluator") \
+                else self.registry.natural_search(name)
         try:
             search = self.registry.build_search(search_name, evaluator)
         except BackendError as error:
@@ -261,7 +272,20 @@ class UciEngine:
         for option in self.tuning_options():
             if option.name in self.tuning:
                 self._apply_tuning(option.name, self.tuning[option.name])
+        if rated is not None:
+            for option_name, value in RATED_TUNING.items():
+                self._apply_tuning(option_name, value)
         self._tell_notices()
+
+    def _load_rated(self, asked: Strength) -> Optional[AnyEvaluator]:
+        """The rating network ``asked`` names, in the default evaluator; None (said) where it does not load, and
+        :attr:`strength` then keeps only the ``NodeLimit`` cap."""
+        try:
+            return self.registry.build_evaluator(DEFAULT_EVALUATOR, str(asked.weights), self.options.get("Threads"))
+        except (BackendError, LoadError, OSError, ImportError) as error:
+            self.strength = Strength(None, self.options.get("NodeLimit") or None,
+                                     f"cannot load {asked.weights}: {error}; playing at full strength", True)
+            return None
 
     def _load_evaluator(self, name: str, weights: str) -> tuple[AnyEvaluator, str]:
         """The evaluator ``name`` (its registry name returned too) with ``weights`` read. Weights that do not load
@@ -483,7 +507,9 @@ class UciEngine:
         infinite = params.infinite or not any(
             v is not None for v in (params.wtime, params.btime, params.movetime, params.depth, params.nodes,
                                     params.mate))
-        control = SearchControl(max_depth=params.depth, max_nodes=params.nodes, mate_in=params.mate,
+        cap = self.strength.nodes if self.strength.weights is not None else self.options.get("NodeLimit") or None
+        nodes = params.nodes if cap is None else min(cap, params.nodes if params.nodes is not None else cap)
+        control = SearchControl(max_depth=params.depth, max_nodes=nodes, mate_in=params.mate,
                                 infinite=infinite and not params.ponder, pondering=params.ponder, start=start,
                                 searchmoves=self._searchmoves(params.searchmoves, board), note=self.info_string,
                                 fixed_time=params.movetime is not None)
