@@ -23,8 +23,9 @@ EVAL_HELP = "Position evaluator (its natural search in brackets): " + "; ".join(
     f"{name} ({cls.NATURAL_SEARCH}): {cls.HELP}" for name, cls in BACKENDS.evaluators.items()) + "."
 SEARCH_HELP = "Search; default: the evaluator's natural one. " + "; ".join(
     f"{name}: {cls.HELP}" for name, cls in BACKENDS.searches.items()) + "."
-WEIGHTS_HELP = ("Network file of the evaluator: a path, or the name of a file shipped in weights/ (e.g. "
-                "resnet-int8.onnx); default: the evaluator's shipped file.")
+WEIGHTS_HELP = ("Network file of the evaluator: a path (ONNX, or for resnet a Leela Chess Zero network, .pb.gz or "
+                ".pb), or the name of a file shipped in weights/ (e.g. resnet-int8.onnx); default: the evaluator's "
+                "shipped file.")
 
 
 def backend_options(function):

@@ -39,7 +39,8 @@ ENGINE_OPTIONS = (
     Option("OwnBook", "check", False, help="play from the Polyglot book in BookFile while it has a move"),
     Option("BookFile", "string", "", help="Polyglot opening book (.bin)"),
     Option("Weights", "string", "", rebuild=True,
-           help="ONNX weights: a path, or a shipped file's name (resnet-int8.onnx); empty: the shipped default"),
+           help="network file: ONNX (a path, or a shipped file's name: resnet-int8.onnx) or a Leela Chess Zero "
+                "network (.pb.gz, .pb); empty: the shipped default"),
     Option("Clear Hash", "button", help="empty the search's table and the evaluator's cache"),
 ) + strength.OPTIONS
 

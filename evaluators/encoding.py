@@ -7,45 +7,44 @@ counter plane, which is stored as one byte and expanded when a batch is built.
 
 - ``planes18``: no history. 12 piece planes, 4 castling planes, 1 en-passant
   plane, then the fifty-move plane: the compact design of common PyTorch engines.
-- ``lc0-112``: Leela-style. 8 positions of history x (12 piece planes + a
-  repetition plane), 4 castling planes, side-to-move colour, an all-zeros and
-  an all-ones plane (111 binary planes), then the fifty-move plane: 112 in all.
+- ``lc0-112``: exactly Lc0's classical input (INPUT_CLASSICAL_112_PLANE, src/neural/encoder.cc), in this
+  project's order: 8 positions of history x (12 piece planes + a repetition plane), 4 castling planes
+  (we O-O-O, we O-O, they O-O-O, they O-O), side to move (ones for Black), an all-zeros and an all-ones plane
+  (111 binary planes), then the fifty-move plane (Lc0 has the raw ply count before the zeros and ones).
+  The history is the game's (the board's move stack), each position seen by the side to move now; a position's
+  repetition plane says it occurred before in the game since the last capture or pawn move. Where the game is
+  shorter than 8 positions, Lc0's default (``HistoryFill`` fen_only) fills the rest: nothing if the game began
+  at the standard start position, else copies of its first position, with the pawn of an en-passant square
+  moved back.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional, Sequence
 
 import chess
 import numpy as np
 
+from hackmate_core.boards import BoardState, state_stack
+
 PIECE_ORDER = [chess.PAWN, chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN, chess.KING]
+#: A plane of ones.
+FULL = 0xFFFFFFFFFFFFFFFF
+#: The fifty-move plane holds min(plies, FIFTY_MOVE_PLIES) / FIFTY_MOVE_PLIES.
+FIFTY_MOVE_PLIES = 100
+#: The castling planes of each encoding, by the rook of each right in the side to move's frame (H1: our O-O).
+PLANES18_CASTLING = (chess.H1, chess.A1, chess.H8, chess.A8)
+LC0_CASTLING = (chess.A1, chess.H1, chess.A8, chess.H8)
+#: The positions of Lc0's history.
+LC0_HISTORY = 8
 
 
-def _bitboards(board: chess.Board, us: chess.Color) -> list[int]:
-    """12 bitboards (ours P..K then theirs), flipped so that ``us`` plays up the board."""
-    boards = []
-    for color in (us, not us):
-        occupied = board.occupied_co[color]
-        for bb in (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings):
-            boards.append(bb & occupied)
-    if us == chess.BLACK:
-        boards = [chess.flip_vertical(bb) for bb in boards]
-    return boards
-
-
-def _unpack(bitboards: list[int]) -> np.ndarray:
-    """List of bitboards -> bool array (len, 8, 8) with [rank][file] = square rank*8+file."""
-    raw = np.array(bitboards, dtype="<u8").view(np.uint8)
-    return np.unpackbits(raw, bitorder="little").reshape(len(bitboards), 8, 8).astype(bool)
-
-
-def _castling_bits(board: chess.Board, us: chess.Color) -> list[int]:
-    full = 0xFFFFFFFFFFFFFFFF
-    return [full if flag else 0 for flag in (board.has_kingside_castling_rights(us),
-                                             board.has_queenside_castling_rights(us),
-                                             board.has_kingside_castling_rights(not us),
-                                             board.has_queenside_castling_rights(not us))]
+def _castling_bits(board: chess.Board, us: chess.Color, rooks: Sequence[chess.Square]) -> list[int]:
+    """The castling planes in the order of ``rooks`` (:data:`PLANES18_CASTLING`, :data:`LC0_CASTLING`)."""
+    return [FULL if (board.has_kingside_castling_rights if chess.square_file(rook) == 7
+                     else board.has_queenside_castling_rights)(us if rook < 8 else not us) else 0
+            for rook in rooks]
 
 
 @dataclass(frozen=True)
@@ -55,6 +54,8 @@ class Encoding:
     name: str
     binary_planes: int
     history: int
+    #: The order of the castling planes (:data:`PLANES18_CASTLING`, :data:`LC0_CASTLING`).
+    castling_rooks: tuple[chess.Square, ...]
 
     @property
     def planes(self) -> int:
@@ -66,25 +67,14 @@ class Encoding:
         first = 12 if self.history == 1 else 13 * self.history
         return slice(first, first + 4)
 
+    def bitboards(self, board: chess.Board) -> list[int]:
+        """The binary planes of ``board`` as bitboards, not yet flipped for Black (:func:`unpack_unflipped`)."""
+        return unflipped_bitboards(board) if self.history == 1 else lc0_bitboards(board)
+
     def binary(self, board: chess.Board) -> np.ndarray:
         """The bool planes (binary_planes, 8, 8) of ``board``."""
-        us = board.turn
-        if self.history == 1:
-            return unpack_unflipped(np.array([unflipped_bitboards(board)], dtype=np.uint64),
-                                    np.array([us == chess.BLACK]))[0]
-        bbs: list[int] = []
-        replay = board.copy(stack=self.history)
-        for step in range(self.history):
-            if step > 0:
-                if not replay.move_stack:
-                    bbs.extend([0] * 13)
-                    continue
-                replay.pop()
-            bbs.extend(_bitboards(replay, us))
-            bbs.append(0xFFFFFFFFFFFFFFFF if replay.is_repetition(2) else 0)
-        bbs += _castling_bits(board, us)
-        bbs += [0xFFFFFFFFFFFFFFFF if us == chess.BLACK else 0, 0, 0xFFFFFFFFFFFFFFFF]
-        return _unpack(bbs)
+        return unpack_unflipped(np.array([self.bitboards(board)], dtype=np.uint64),
+                                np.array([board.turn == chess.BLACK]))[0]
 
     def mover_board(self, binary: np.ndarray) -> chess.Board:
         """The position of bool planes (binary_planes, 8, 8) as the network sees it: the side to move as
@@ -101,7 +91,7 @@ class Encoding:
                 for square in chess.scan_forward(int(bb)):
                     board.set_piece_at(square, chess.Piece(piece_type, color))
         rights = [bool(squares[plane]) for plane in range(self.castling_planes.start, self.castling_planes.stop)]
-        for right, rook in zip(rights, (chess.H1, chess.A1, chess.H8, chess.A8)):
+        for right, rook in zip(rights, self.castling_rooks):
             if right:
                 board.castling_rights |= chess.BB_SQUARES[rook]
         en_passant = self.castling_planes.stop  # planes18's last binary plane; lc0-112 has none
@@ -114,6 +104,89 @@ class Encoding:
         return assemble(self.binary(board)[None], np.array([board.halfmove_clock], dtype=np.uint8))[0]
 
 
+def _lc0_ep_flag(position: BoardState, first: bool) -> Optional[chess.Square]:
+    """The en-passant square as Lc0's board keeps it: after a double step only where a pawn of the side to move
+    stands beside the pawn that made it, and in the game's first position (a FEN) as given."""
+    square = position.ep_square
+    if square is None or first:
+        return square
+    movers = position.pawns & (position.occupied_w if position.turn == chess.WHITE else position.occupied_b)
+    return square if movers & chess.BB_PAWN_ATTACKS[not position.turn][square] else None
+
+
+def _lc0_key(position: BoardState, first: bool) -> tuple:
+    """What Lc0 compares when it looks for a repetition: pieces, side to move, castling rights, en passant."""
+    return (position.pawns, position.knights, position.bishops, position.rooks, position.queens, position.kings,
+            position.occupied_w, position.occupied_b, position.turn, position.castling_rights,
+            _lc0_ep_flag(position, first))
+
+
+def _lc0_repeated(game: Sequence[BoardState], index: int) -> bool:
+    """Whether ``game[index]`` occurred before in ``game`` (the positions from its first on) as Lc0 counts it
+    (PositionHistory::ComputeLastMoveRepetitions): the same side to move at least four plies back, looking no
+    further than the last capture or pawn move."""
+    position = game[index]
+    if position.halfmove_clock < 4:
+        return False
+    key = None
+    for earlier in range(index - 4, -1, -2):
+        before = game[earlier]
+        if before.occupied == position.occupied:
+            if key is None:
+                key = _lc0_key(position, index == 0)
+            if _lc0_key(before, earlier == 0) == key:
+                return True
+        if before.halfmove_clock < 2:
+            return False
+    return False
+
+
+def _is_standard_start(position: BoardState) -> bool:
+    """Whether a position is the standard start position (Lc0's kStartposBoard: side to move, castling rights
+    and en passant included; the move counters are no part of a board)."""
+    return _lc0_key(position, True) == _START_KEY
+
+
+_START_KEY = _lc0_key(BoardState(chess.Board()), True)
+
+
+def lc0_bitboards(board: chess.Board) -> list[int]:
+    """The ``lc0-112`` binary planes of ``board`` and its move stack as 111 bitboards, not yet flipped for Black
+    (Lc0's EncodePositionForNN with FillEmptyHistory::FEN_ONLY, which its search uses by default)."""
+    us = board.turn
+    game = [*state_stack(board), BoardState(board)]  # the game's positions, its first one first
+    now = len(game) - 1
+    bitboards: list[int] = []
+    for back in range(LC0_HISTORY):
+        index = now - back
+        if index < 0:  # before the game's first position: Lc0 fills these from it, unless it is the start
+            first = game[0]
+            if _is_standard_start(first):
+                bitboards += [0] * (13 * (LC0_HISTORY - back))
+                break
+            block = _lc0_pieces(first, us)
+            if first.ep_square is not None:  # the pawn that made the double step goes back to its square
+                pawn_color = chess.WHITE if chess.square_rank(first.ep_square) == 2 else chess.BLACK
+                step = 8 if pawn_color == chess.WHITE else -8
+                plane = 0 if pawn_color == us else 6
+                block[plane] = block[plane] & ~chess.BB_SQUARES[first.ep_square + step] \
+                    | chess.BB_SQUARES[first.ep_square - step]
+            bitboards += block + [0]  # the first position has no repetitions
+        else:
+            bitboards += _lc0_pieces(game[index], us) + [FULL if _lc0_repeated(game, index) else 0]
+    bitboards += _castling_bits(board, us, LC0_CASTLING)
+    bitboards += [FULL if us == chess.BLACK else 0, 0, FULL]
+    return bitboards
+
+
+def _lc0_pieces(position: BoardState, us: chess.Color) -> list[int]:
+    """12 bitboards of a position: ``us``'s pawns to king, then the other side's (not flipped)."""
+    pieces = (position.pawns, position.knights, position.bishops, position.rooks, position.queens, position.kings)
+    ours, theirs = (position.occupied_w, position.occupied_b) if us == chess.WHITE else \
+        (position.occupied_b, position.occupied_w)
+    return [bb & ours for bb in pieces] + [bb & theirs for bb in pieces]
+
+
 def unflipped_bitboards(board: chess.Board) -> list[int]:
     """The ``planes18`` binary planes of ``board`` as 17 bitboards, not yet flipped for Black.
 
@@ -124,8 +197,8 @@ def unflipped_bitboards(board: chess.Board) -> list[int]:
     ours, theirs = board.occupied_co[us], board.occupied_co[not us]
     pieces = (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings)
     ep = board.ep_square if board.ep_square is not None and board.has_legal_en_passant() else None
-    return ([bb & ours for bb in pieces] + [bb & theirs for bb in pieces] + _castling_bits(board, us)
-            + [0 if ep is None else 1 << ep])
+    return ([bb & ours for bb in pieces] + [bb & theirs for bb in pieces]
+            + _castling_bits(board, us, PLANES18_CASTLING) + [0 if ep is None else 1 << ep])
 
 
 def unpack_unflipped(bitboards: np.ndarray, black: np.ndarray) -> np.ndarray:
@@ -143,11 +216,12 @@ def assemble(binary: np.ndarray, rule50: np.ndarray) -> np.ndarray:
     n = binary.shape[0]
     out = np.empty((n, binary.shape[1] + 1, 8, 8), dtype=np.float32)
     out[:, :-1] = binary
-    out[:, -1] = (np.minimum(rule50, 100).astype(np.float32) / 100.0)[:, None, None]
+    out[:, -1] = (np.minimum(rule50, FIFTY_MOVE_PLIES).astype(np.float32) / FIFTY_MOVE_PLIES)[:, None, None]
     return out
 
 
-ENCODINGS = {e.name: e for e in (Encoding("planes18", 17, 1), Encoding("lc0-112", 111, 8))}
+ENCODINGS = {e.name: e for e in (Encoding("planes18", 17, 1, PLANES18_CASTLING),
+                                  Encoding("lc0-112", 111, LC0_HISTORY, LC0_CASTLING))}
 
 
 def get_encoding(name: str) -> Encoding:

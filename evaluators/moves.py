@@ -5,11 +5,15 @@ that the side to move always plays "up the board". Planes 0-55 are queen-like
 moves (8 directions x distances 1-7, queen promotions included), 56-63 knight
 moves, 64-72 underpromotions to knight, bishop or rook (capture left, push,
 capture right).
+
+A network says in its metadata how its policy encodes castling and queen
+promotions; :class:`PolicySlots` gives a position's moves their slots by it.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+import functools
+from typing import Optional, Sequence
 
 import chess
 import numpy as np
@@ -108,7 +112,103 @@ def legal_move_indices(board: chess.Board) -> tuple[list[chess.Move], np.ndarray
     return moves, np.fromiter((move_to_index(m, turn) for m in moves), dtype=np.int64, count=len(moves))
 
 
+def queen_promotion_own_slot(from_square: chess.Square, to_square: chess.Square) -> int:
+    """The slot of a queen promotion (side-to-move squares) in a policy that gives it one apart from the other
+    pieces' same step: the two-square step of its direction from the pawn's square, which no move has (it would
+    leave the board)."""
+    direction = QUEEN_DIRECTIONS.index((1, chess.square_file(to_square) - chess.square_file(from_square)))
+    return (direction * 7 + 1) * 64 + from_square
+
+
 def mirror_move(move: chess.Move) -> chess.Move:
     """``move`` in the a-file <-> h-file mirror image of its position (where no castling rights remain, the rules
     are the same there: a position and its mirror image have the same value and mirrored best moves)."""
     return chess.Move(move.from_square ^ 7, move.to_square ^ 7, move.promotion)
+
+
+#: How a network's policy encodes castling (its metadata's "castling"): the king's two-square step, in Chess960 too
+#: (the project's networks, trained on standard chess), or the king taking its own rook, in standard chess too
+#: (Lc0's networks).
+KING_TWO_SQUARES, KING_TAKES_ROOK = "king-two-squares", "king-takes-rook"
+#: Where a queen promotion's logit is (its metadata's "queen_promotion"): in the slot of the pawn's step, which the
+#: same step of another piece shares (the project's networks), or in a slot of its own (Lc0's networks, whose policy
+#: tells a7a8=Q from a rook's a7a8: :func:`queen_promotion_own_slot`).
+PUSH_SLOT, OWN_SLOT = "push", "own"
+
+
+@functools.lru_cache(maxsize=None)
+def _slot_tables() -> tuple[list[int], list[int]]:
+    """Policy slot of every (from, to) move by colour (index 0: Black, 1: White; -1: no such move), queen
+    promotions in the push's slot: ``_slot_tables()[turn][from << 6 | to]``. Built when a network loads (20 ms),
+    not at `uci`."""
+    tables = []
+    for turn in (chess.BLACK, chess.WHITE):
+        table = [-1] * 4096
+        for from_square in chess.SQUARES:
+            for to_square in chess.SQUARES:
+                try:
+                    table[from_square << 6 | to_square] = move_to_index(chess.Move(from_square, to_square), turn)
+                except KeyError:
+                    pass
+        tables.append(table)
+    return tables[0], tables[1]
+
+
+class PolicySlots:
+    """The policy slots of a position's moves under one network's conventions for castling and queen
+    promotions (its metadata's "castling" and "queen_promotion"; ValueError for one this engine does not know)."""
+
+    def __init__(self, castling: str = KING_TWO_SQUARES, queen_promotion: str = PUSH_SLOT) -> None:
+        if castling not in (KING_TWO_SQUARES, KING_TAKES_ROOK):
+            raise ValueError(f"unknown castling encoding {castling!r} (known: {KING_TWO_SQUARES}, {KING_TAKES_ROOK})")
+        if queen_promotion not in (PUSH_SLOT, OWN_SLOT):
+            raise ValueError(f"unknown queen promotion slot {queen_promotion!r} (known: {PUSH_SLOT}, {OWN_SLOT})")
+        self.king_takes_rook = castling == KING_TAKES_ROOK
+        self.own_queen_slot = queen_promotion == OWN_SLOT
+
+    def slots(self, board: chess.Board, moves: Sequence[chess.Move]) -> list[int]:
+        """The slots of ``moves``, legal moves of ``board``."""
+        turn = board.turn
+        if board.chess960 and not self.king_takes_rook:
+            return [self.slot(board, move) for move in moves]
+        table = _slot_tables()[turn]
+        if not self.king_takes_rook and not self.own_queen_slot:
+            return [table[m.from_square << 6 | m.to_square] if m.promotion is None or m.promotion == chess.QUEEN
+                    else move_to_index(m, turn) for m in moves]
+        king = board.king(turn) if self.king_takes_rook and not board.chess960 else None
+        slots = []
+        for move in moves:
+            if move.promotion is not None:
+                slots.append(self.slot(board, move))
+            elif move.from_square == king and abs(move.to_square - move.from_square) == 2:  # castling: to the rook
+                rook = move.to_square + 1 if move.to_square > move.from_square else move.to_square - 2
+                slots.append(table[move.from_square << 6 | rook])
+            else:
+                slots.append(table[move.from_square << 6 | move.to_square])
+        return slots
+
+    def slot(self, board: chess.Board, move: chess.Move) -> int:
+        """The slot of one legal move of ``board``."""
+        turn = board.turn
+        if board.is_castling(move):
+            if self.king_takes_rook and not board.chess960:
+                rank = chess.square_rank(move.from_square)
+                move = chess.Move(move.from_square, chess.square(7 if move.to_square > move.from_square else 0, rank))
+            elif not self.king_takes_rook:
+                move = _two_square_castling(board, move)
+        if move.promotion == chess.QUEEN and self.own_queen_slot:
+            from_square, to_square = move.from_square, move.to_square
+            if turn == chess.BLACK:
+                from_square, to_square = chess.square_mirror(from_square), chess.square_mirror(to_square)
+            return queen_promotion_own_slot(from_square, to_square)
+        return move_to_index(move, turn)
+
+
+def _two_square_castling(board: chess.Board, move: chess.Move) -> chess.Move:
+    """The move with Chess960 castling (king takes rook) as the king's two-square step, the way the project's
+    networks saw castling in training, unless the king would not move at all."""
+    if not board.chess960 or not board.is_castling(move):
+        return move
+    rank = chess.square_rank(move.from_square)
+    king_to = chess.square(6 if move.to_square > move.from_square else 2, rank)
+    return move if king_to == move.from_square else chess.Move(move.from_square, king_to)

@@ -16,12 +16,17 @@ moves in one pass.
 ``Precision`` chooses what ``infer`` runs: the weights file (fp32), its int8
 copy beside it, or (the default) mixed: the int8 copy, and the fp32 network
 again for the positions whose two best moves are too close for 8-bit rounding.
+
+The weights file is an ONNX file exported by the training package, or a Leela
+Chess Zero network (``.pb.gz``), which :mod:`evaluators.leela_convert` converts
+to such a file once, cached by its content. The metadata says how the policy
+encodes castling and queen promotions (:class:`evaluators.moves.PolicySlots`).
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
+from array import array
 from itertools import chain
 from pathlib import Path
 from typing import Any, Hashable, Optional, Sequence
@@ -33,11 +38,15 @@ from evaluators.base import Evaluation, Evaluator, LoadError, MoveLists, Request
 from evaluators.blend import BlendedEvaluator
 from evaluators.cache import CachedEvaluator
 from evaluators.encoding import ENCODINGS, Encoding, assemble, get_encoding, unflipped_bitboards, unpack_unflipped
-from evaluators.moves import mirror_move, move_to_index
+from evaluators.leela import is_leela_file
+from evaluators.moves import KING_TWO_SQUARES, PUSH_SLOT, PolicySlots, mirror_move
 from evaluators.onnx_model import open_session
 from hackmate_core.options import Option
 
 KIND = "resnet-policy-value"
+#: Metadata keys of how the policy encodes castling and queen promotions (:class:`evaluators.moves.PolicySlots`);
+#: a file without them (the training package's) has the king's two-square step and the push's slot.
+CASTLING_KEY, QUEEN_PROMOTION_KEY = "castling", "queen_promotion"
 #: Metadata key of an int8 file (``tools.quantize``): the SHA-256 of the fp32 file it was quantised from.
 INT8_OF_KEY = "hackmate.int8_of"
 #: ``Precision``: fp32 alone; the int8 copy alone; or mixed, the int8 copy with fp32 deciding where it is unsure.
@@ -57,25 +66,6 @@ def int8_companion(path: Path) -> Path:
 def file_digest(path: Path) -> str:
     """SHA-256 of a file's bytes (what ties an int8 file to the fp32 file it came from)."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-@functools.lru_cache(maxsize=None)
-def _slot_tables() -> tuple[list[int], list[int]]:
-    """Policy slot of every (from, to) move by colour (index 0: Black, 1: White; -1: no such move), queen
-    promotions included: ``_slot_tables()[turn][from << 6 | to]``. Built when a network loads (20 ms), not at
-    `uci`."""
-    tables = []
-    for turn in (chess.BLACK, chess.WHITE):
-        table = [-1] * 4096
-        for from_square in chess.SQUARES:
-            for to_square in chess.SQUARES:
-                try:
-                    table[from_square << 6 | to_square] = move_to_index(chess.Move(from_square, to_square), turn)
-                except KeyError:
-                    pass
-        tables.append(table)
-    return tables[0], tables[1]
-
 
 
 def _softmax_rows(logits: np.ndarray) -> np.ndarray:
@@ -109,10 +99,15 @@ class ResNetEvaluator(Evaluator):
         return cls(weights, threads, lazy)
 
     def __init__(self, path: Path, threads: int = 1, lazy: bool = False, int8: Optional[Path] = None) -> None:
-        """``lazy``: read the weights at the first use or :meth:`load` (the engine answers `uci` before that);
-        ``int8``: the network's int8 copy, by default :func:`int8_companion` of ``path`` where it exists."""
+        """``path``: an ONNX file or a Leela network; ``lazy``: read the weights at the first use or :meth:`load`
+        (the engine answers `uci` before that); ``int8``: the network's int8 copy, by default
+        :func:`int8_companion` of the ONNX file where it exists."""
         super().__init__()
+        #: The weights file as named: an ONNX file, or a Leela network.
+        self.source = path
+        #: The ONNX file that runs: ``source``, or a Leela network's conversion in the cache (known once loaded).
         self.path = path
+        self._int8_asked = int8
         self.int8_path = int8 or int8_companion(path)
         self.threads = threads
         self._session: Any = None
@@ -123,6 +118,7 @@ class ResNetEvaluator(Evaluator):
         self.rechecked = 0
         self._metadata: dict[str, Any] = {}
         self._encoding: Optional[Encoding] = None
+        self._slots = PolicySlots()
         if not lazy:
             self.load()
 
@@ -131,6 +127,10 @@ class ResNetEvaluator(Evaluator):
     def load(self) -> None:
         if self._session is not None:
             return
+        if is_leela_file(self.source):
+            from evaluators.leela_convert import converted  # onnx is imported only for a Leela network
+            self.path = converted(self.source)
+            self.int8_path = self._int8_asked or int8_companion(self.path)
         session, metadata = open_session(self.path, KIND, self.threads)
         encoding_name = metadata.get("encoding")
         if encoding_name not in ENCODINGS:
@@ -139,10 +139,14 @@ class ResNetEvaluator(Evaluator):
         if metadata.get("policy_layout") != "az-8x8x73" or metadata.get("value_head") != "wdl":
             raise LoadError(f"{self.path}: unsupported policy layout {metadata.get('policy_layout')!r} or value "
                             f"head {metadata.get('value_head')!r} (expected az-8x8x73 and wdl)")
+        try:
+            self._slots = PolicySlots(metadata.get(CASTLING_KEY, KING_TWO_SQUARES),
+                                      metadata.get(QUEEN_PROMOTION_KEY, PUSH_SLOT))
+        except ValueError as error:
+            raise LoadError(f"{self.path}: {error}") from None
         self._metadata, self._encoding = metadata, get_encoding(encoding_name)
         self._session = session
         self._int8_session = self._open_int8()
-        _slot_tables()
         self.evaluate(chess.Board())  # onnxruntime sizes its buffers at the first run: here, not in a timed move
 
     def _open_int8(self) -> Any:
@@ -153,7 +157,9 @@ class ResNetEvaluator(Evaluator):
             self.int8_problem = f"{self.path.name} is itself an int8 copy"
             return None
         if not self.int8_path.exists():
-            self.int8_problem = f"no int8 copy {self.int8_path.name} beside {self.path} (python -m tools.quantize)"
+            self.int8_problem = (f"{self.source.name} is a Leela network, converted without an int8 copy"
+                                 if self.path != self.source and self._int8_asked is None else
+                                 f"no int8 copy {self.int8_path.name} beside {self.path} (python -m tools.quantize)")
             return None
         try:
             session, metadata = open_session(self.int8_path, KIND, self.threads)
@@ -167,7 +173,7 @@ class ResNetEvaluator(Evaluator):
 
     def notices(self) -> list[str]:
         if self.precision != "fp32" and self._session is not None and self._int8_session is None:
-            return [f"Precision {self.precision}: {self.int8_problem}; {self.path.name} runs alone"]
+            return [f"Precision {self.precision}: {self.int8_problem}; {self.source.name} runs alone"]
         return []
 
     @property
@@ -201,9 +207,11 @@ class ResNetEvaluator(Evaluator):
                 self._int8_session = self._open_int8()
 
     def cache_key(self, board: chess.Board) -> Hashable:
+        """The position and its clock, and with history planes a digest of all of them (the earlier positions,
+        their repetitions, the filled history of a game begun at a FEN: no list of moves says them all)."""
         key = super().cache_key(board)
-        if self.encoding.history > 1:  # history planes: the previous moves matter too
-            key += tuple(board.move_stack[-self.encoding.history + 1:])
+        if self.encoding.history > 1:
+            key += (hashlib.blake2b(array("Q", self.encoding.bitboards(board)).tobytes(), digest_size=16).digest(),)
         return key
 
     # ---------------------------------------------------------- evaluation
@@ -233,13 +241,7 @@ class ResNetEvaluator(Evaluator):
             request.planes = encoding.binary(board)  # type: ignore[attr-defined]
         request.black = turn == chess.BLACK  # type: ignore[attr-defined]
         request.rule50 = board.halfmove_clock  # type: ignore[attr-defined]
-        if board.chess960:
-            request.slots = [move_to_index(_policy_move(board, m), turn) for m in moves]  # type: ignore[attr-defined]
-        else:
-            table = _slot_tables()[turn]
-            request.slots = [table[m.from_square << 6 | m.to_square]  # type: ignore[attr-defined]
-                             if m.promotion is None or m.promotion == chess.QUEEN else move_to_index(m, turn)
-                             for m in moves]
+        request.slots = self._slots.slots(board, moves)  # type: ignore[attr-defined]
         return request
 
     def root_evaluation(self, board: chess.Board, moves: Sequence[chess.Move]) -> Optional[Evaluation]:
@@ -271,8 +273,10 @@ class ResNetEvaluator(Evaluator):
         return Evaluation(value, draw, moves=moves, policy=policy)
 
     def takes_leaves(self) -> bool:
-        """Whether :meth:`prepare_leaf` can take a compiled PUCT leaf: planes18 needs no history."""
-        return self.encoding.history == 1
+        """Whether :meth:`prepare_leaf` can take a compiled PUCT leaf: planes18 without history, and the slots of
+        the training package's networks (the compiled leaf computes those two)."""
+        history = self.encoding.history  # loads the network, and with it its slots
+        return history == 1 and not self._slots.king_takes_rook and not self._slots.own_queen_slot
 
     def prepare_leaf(self, leaf: Any) -> Request:
         """:meth:`prepare` of a compiled PUCT leaf (hackmate_core._cpuct.Leaf): the same bitboards and slots,
@@ -399,12 +403,3 @@ def _close_calls(policy: np.ndarray, requests: Sequence[Request]) -> np.ndarray:
     close = (np.add.reduceat(is_best, starts) > 1) | (best - second < MIXED_MARGIN)
     return np.asarray(rows, dtype=np.int64)[close]
 
-
-def _policy_move(board: chess.Board, move: chess.Move) -> chess.Move:
-    """The move as the policy encodes it: Chess960 castling (king takes rook) as the king's two-square step,
-    the way the network saw castling in training, unless the king would not move at all."""
-    if not board.chess960 or not board.is_castling(move):
-        return move
-    rank = chess.square_rank(move.from_square)
-    king_to = chess.square(6 if move.to_square > move.from_square else 2, rank)
-    return move if king_to == move.from_square else chess.Move(move.from_square, king_to)

@@ -15,8 +15,7 @@ from engine.backends import apply_hash, build_evaluator, build_search
 from evaluators.base import Evaluation, EvaluatorWrapper
 from evaluators.encoding import unflipped_bitboards, unpack_unflipped
 from evaluators.material import PRIOR_TEMPERATURE_CP, gain_softmax, normalised, tactical_gains
-from evaluators.moves import move_to_index
-from evaluators.resnet import _policy_move
+from evaluators.moves import PolicySlots
 from hackmate_core import compiled
 from hackmate_core.rules import checking_moves, game_result, legal_moves, mate_in_one
 from search.base import SearchControl
@@ -74,7 +73,7 @@ def test_a_leaf_agrees_with_the_python_rules_and_heuristics():
         planes = unpack_unflipped(np.array([unflipped_bitboards(board)], dtype=np.uint64), black)
         assert leaf.planes == planes.astype(np.uint8).tobytes()  # what collate unpacks, one byte a square
         assert (np.frombuffer(leaf.slots, dtype=np.int16).tolist()
-                == [move_to_index(_policy_move(board, move), board.turn) for move in moves])
+                == [PolicySlots().slot(board, move) for move in moves])
         assert leaf.rule50 == board.halfmove_clock
         assert leaf.board().fen() == board.fen()
         checked += len(moves)

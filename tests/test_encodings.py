@@ -98,7 +98,7 @@ def test_lc0_history_and_repetition_planes():
         board.push_uci(uci)
     planes = encoding.encode(board)
     assert planes[12].all()  # the current position occurred before
-    assert planes[13 + 1].sum() == 2  # one ply ago, the opponent's (black) knights from our view
+    assert planes[13 + 1].sum() == 2  # one ply ago (after f3g1), our knights: b1 and g1
 
 
 def test_unknown_encoding_is_refused():
@@ -118,3 +118,67 @@ def test_mover_board_has_the_slots_of_the_encoded_positions_legal_moves(name):
         assert sorted(legal_move_indices(decoded)[1]) == sorted(legal_move_indices(board)[1]), board.fen()
         checked += 1
     assert checked > 500
+
+
+def in_lc0_order(planes: np.ndarray) -> np.ndarray:
+    """``lc0-112`` planes in Lc0's order: its fifty-move plane (the plies, up to 100 here) before the zeros and
+    ones."""
+    return np.concatenate([planes[:109], np.rint(planes[111:] * 100), planes[109:111]])
+
+
+LC0_GAMES = {
+    "start position, a short game: nothing before the start": (None, "e2e4 c7c5 g1f3"),
+    "black to move": (None, "d2d4 g8f6 c2c4 e7e6 b1c3 f8b4 d1c2 e8g8 a2a3"),
+    "a FEN without moves, en passant": ("rnbqkbnr/ppp1pppp/8/8/3pP3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 3", ""),
+    "a FEN after White's double step, then knights out and back": (
+        "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1", "g8f6 g1f3 f6g8 f3g1 g8f6"),
+    "a FEN without en passant, Black to move": ("r3k2r/8/8/8/8/8/8/R3K2R b Kq - 5 40", "a8b8 e1f1"),
+    "repetitions": (None, "g1f3 g8f6 f3g1 f6g8 g1f3 g8f6 f3g1 f6g8 b1c3"),
+    "repetitions cut by a pawn move": (None, "g1f3 g8f6 f3g1 f6g8 e2e3 b8c6 g1f3 c6b8 f3g1 b8c6 g1f3"),
+    "the start position by a FEN with Black to move": ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR b KQkq - 0 1",
+                                                       "g8f6 b1c3"),
+}
+
+
+@pytest.mark.parametrize("name", list(LC0_GAMES))
+def test_lc0_planes_are_lc0s(name):
+    from tests.leela_files import lc0_planes
+    fen, moves = LC0_GAMES[name]
+    root = chess.Board(fen) if fen else chess.Board()
+    board = root.copy()
+    played = []
+    for move in [chess.Move.from_uci(uci) for uci in moves.split()]:
+        board.push(move)
+        played.append(move)
+        np.testing.assert_array_equal(in_lc0_order(get_encoding("lc0-112").encode(board)),
+                                      lc0_planes(root, played), err_msg=f"{name}: {board.fen()}")
+    np.testing.assert_array_equal(in_lc0_order(get_encoding("lc0-112").encode(board)), lc0_planes(root, played))
+
+
+def test_lc0_planes_of_random_games_are_lc0s():
+    """Random games from the start and from positions of other games given as FENs (their history dropped)."""
+    from tests.leela_files import lc0_planes
+    rng = random.Random(5)
+    encoding = get_encoding("lc0-112")
+    checked = 0
+    for game in range(24):
+        root = chess.Board()
+        if game % 2:  # a FEN from a random game's middle
+            for _ in range(rng.randrange(4, 40)):
+                moves = list(root.legal_moves)
+                if not moves:
+                    break
+                root.push(rng.choice(moves))
+            root = chess.Board(root.fen())
+        board, played = root.copy(), []
+        for _ in range(rng.randrange(0, 14)):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            move = rng.choice(moves)
+            board.push(move)
+            played.append(move)
+        np.testing.assert_array_equal(in_lc0_order(encoding.encode(board)), lc0_planes(root, played),
+                                      err_msg=f"{root.fen()} {[m.uci() for m in played]}")
+        checked += 1
+    assert checked == 24

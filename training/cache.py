@@ -34,15 +34,10 @@ except ImportError:  # Windows: no flock, and no second writer is kept out
 
 import numpy as np
 
-ENVIRONMENT = "HACKMATE_CACHE"
+from hackmate_core.user_cache import ENVIRONMENT, root  # noqa: F401 (ENVIRONMENT: read as cache.ENVIRONMENT)
+
 MANIFEST = "manifest.json"
 TEMPORARY = ".tmp"
-
-
-def root() -> Path:
-    """The cache directory: $HACKMATE_CACHE, else ~/.cache/hackmate."""
-    configured = os.environ.get(ENVIRONMENT)
-    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "hackmate"
 
 
 class CacheBusy(OSError):
