@@ -53,8 +53,8 @@ INT8_OF_KEY = "hackmate.int8_of"
 PRECISIONS = ("fp32", "int8", "mixed")
 #: Mixed precision: the fp32 network evaluates again the positions where the int8 network's two best legal moves
 #: are closer than this in policy logits (priors within a factor of e^0.2 = 1.22 at temperature 1), where 8-bit
-#: rounding could swap them. 0.125 until the network of the twentieth round, whose int8 copy needs 0.2 to keep the
-#: top move as fp32's on 99% of Carlsen's positions; docs/bench.md, "The mixed-precision margin raised to 0.2".
+#: rounding could swap them. 0.125 until the default of 26 November 2026, whose int8 copy needs 0.2 to keep the
+#: top move as fp32's on 99% of Carlsen's positions; docs/record/bench.md, "The mixed-precision margin raised to 0.2".
 MIXED_MARGIN = 0.2
 
 

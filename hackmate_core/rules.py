@@ -125,7 +125,7 @@ def legal_moves(board: chess.Board) -> list[chess.Move]:
     (no king or two kings of the side to move, pawns on a back rank) are left
     to python-chess.
     A search's leaf needs its moves every time, and this was the largest part
-    of PUCT's Python per node (docs/bench.md).
+    of PUCT's Python per node (docs/record/bench.md).
     """
     turn = board.turn
     ours = board.occupied_co[turn]

@@ -36,7 +36,7 @@ def test_shipped_int8_network_is_the_shipped_network_quantised():
     boards = pgn_positions(FIXTURES / "games.pgn", 200)
     tops, values = outputs(fp32, boards)
     int8_tops, int8_values = outputs(int8, boards)
-    # The shipped int8 copies keep fp32's move on 93.9-96.1% of 10,000 Carlsen positions (docs/network-history.md);
+    # The shipped int8 copies keep fp32's move on 93.9-96.1% of 10,000 Carlsen positions (docs/record/networks.md);
     # 200 positions resolve about 1.7 points, so 85% fails a broken copy, not a network that quantises a little worse.
     assert np.mean([a == b for a, b in zip(tops, int8_tops)]) > 0.85
     assert np.abs(values - int8_values).mean() < 0.06

@@ -223,20 +223,26 @@ def test_every_contents_link_leads_to_a_heading() -> None:
     assert not missing, f"contents links without a heading: {sorted(missing)}"
 
 
-def test_every_link_of_the_readme_resolves() -> None:
-    text = readme_text()
+def broken_links(page: Path) -> list[str]:
+    """The relative links of a Markdown file (outside code blocks) whose file, or heading anchor, is not there;
+    a link is read from the file's own folder."""
     broken = []
-    for line in outside_fences(text):
+    for line in outside_fences(page.read_text(encoding="utf-8")):
         for target in re.findall(r"\]\(([^)\s]+)\)", line):
             if re.match(r"[a-z]+:", target):
                 continue
             path, _, anchor = target.partition("#")
-            destination = ROOT / path if path else README
+            destination = (page.parent / path).resolve() if path else page
             if not destination.exists():
                 broken.append(target)
             elif anchor and destination.suffix == ".md" and anchor not in heading_anchors(
                     destination.read_text(encoding="utf-8")):
                 broken.append(target)
+    return broken
+
+
+def test_every_link_of_the_readme_resolves() -> None:
+    broken = broken_links(README)
     assert not broken, f"links that lead nowhere: {broken}"
 
 
