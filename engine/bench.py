@@ -102,7 +102,8 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
             return total_nodes, total_time
         best = max(rates.values())
         precision = f", {network.precision}: {'int8' if network.runs_int8 else 'fp32'} file"
-        out(f"info string network raw throughput (batch {batch}{precision}): " +
+        out(f"info string network raw throughput (batch {batch}{precision}, Backend {network.backend} on "
+            f"{network.provider}): " +
             ", ".join(f"{int(rate)} positions/second with {count} thread{'s' if count > 1 else ''}"
                       for count, rate in rates.items()) + f"; best {int(best)}")
         if batches:
@@ -128,7 +129,7 @@ def network_rate(network: ResNetEvaluator, threads: int, batch: int, seconds: fl
     cache) on batches of ``batch`` bench positions, inputs prepared once: the int8 copy where the evaluator runs
     it (``Precision`` int8 or mixed; mixed also asks fp32 about some positions, so its search can fall short)."""
     path = network.int8_path if network.runs_int8 else network.path
-    session, _ = open_session(path, network.metadata[KIND_KEY], threads)
+    session, _ = open_session(path, network.metadata[KIND_KEY], threads, network.backend)
     boards = [chess.Board(fen) for fen in BENCH_FENS]
     inputs = np.stack([network.encoding.encode(board) for board in (boards * (batch // len(boards) + 1))[:batch]])
     session.run(["policy", "wdl"], {"planes": inputs})

@@ -319,14 +319,18 @@ class UciEngine:
                 return
 
     def _tell_notices(self, only_new: bool = False) -> None:
-        """The loaded backend's notices (settings it cannot honour as asked), as info strings; ``only_new``: those
-        not among the notices last told (a later `setoption` of another knob does not repeat them)."""
-        notices = [notice for source in (self.evaluator, self.search) if source is not None
-                   for notice in source.notices()]
-        for notice in notices:
-            if not only_new or notice not in self.told_notices:
-                self.info_string(notice)
-        self.told_notices = set(notices)
+        """The loaded backend's notices (settings it cannot honour as asked), as info strings, and its fallbacks as
+        fallbacks; ``only_new``: those not among the ones last told (a later `setoption` of another knob does not
+        repeat them)."""
+        sources = [source for source in (self.evaluator, self.search) if source is not None]
+        told: set[str] = set()
+        for messages, tell in (([notice for source in sources for notice in source.notices()], self.info_string),
+                               ([fallback for source in sources for fallback in source.fallbacks()], self.fall_back)):
+            for message in messages:
+                if not only_new or message not in self.told_notices:
+                    tell(message)
+            told.update(messages)
+        self.told_notices = told
 
     # --------------------------------------------------------------- commands
 

@@ -283,6 +283,9 @@ class EvaluatorWrapper(Evaluator):
     def notices(self) -> list[str]:
         return super().notices() + self.inner.notices()
 
+    def fallbacks(self) -> list[str]:
+        return super().fallbacks() + self.inner.fallbacks()
+
     def set_option(self, name: str, value: Any) -> bool:
         return super().set_option(name, value) or self.inner.set_option(name, value)
 
@@ -402,6 +405,9 @@ class ComparatorWrapper(Comparator):
 
     def notices(self) -> list[str]:
         return super().notices() + self.inner.notices()
+
+    def fallbacks(self) -> list[str]:
+        return super().fallbacks() + self.inner.fallbacks()
 
     def set_option(self, name: str, value: Any) -> bool:
         return super().set_option(name, value) or self.inner.set_option(name, value)

@@ -1,4 +1,11 @@
-"""Loading ONNX networks with onnxruntime, checking the metadata written by training.export."""
+"""Loading ONNX networks with onnxruntime, checking the metadata written by training.export, on the hardware asked.
+
+``Backend`` chooses onnxruntime's execution provider: ``cpu``; ``cuda`` (onnxruntime-gpu, an NVIDIA GPU);
+``tensorrt`` (TensorRT through onnxruntime-gpu, which builds an engine for the network at the first load, then
+caches it); ``auto``, the default, CUDA where onnxruntime has a working CUDA provider and the CPU otherwise. A
+provider that is not installed, or fails to start (no GPU, a missing CUDA library), leaves the CPU's, and the
+evaluator says so.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +17,31 @@ from evaluators.base import LoadError
 
 #: Metadata key naming what kind of network a file holds.
 KIND_KEY = "hackmate.kind"
+#: The ``Backend`` choices, and the providers each asks onnxruntime for, best first (the CPU's always last).
+CPU_PROVIDER = "CPUExecutionProvider"
+BACKEND_PROVIDERS = {"auto": ("CUDAExecutionProvider",), "cpu": (),
+                     "cuda": ("CUDAExecutionProvider",),
+                     "tensorrt": ("TensorrtExecutionProvider", "CUDAExecutionProvider")}
+BACKENDS = tuple(BACKEND_PROVIDERS)
 
 
-def open_session(path: Path, expected_kind: str, threads: int = 2) -> tuple[Any, dict[str, Any]]:
-    """An onnxruntime session and the file's metadata; LoadError if it is missing or the wrong kind."""
+def providers(backend: str) -> list[str]:
+    """The execution providers to ask for ``backend``: those of its list that this onnxruntime build has, then
+    the CPU's."""
+    import onnxruntime as ort
+    available = set(ort.get_available_providers())
+    return [name for name in BACKEND_PROVIDERS[backend] if name in available] + [CPU_PROVIDER]
+
+
+def running_provider(session: Any) -> str:
+    """The provider that runs a session's network (the first of those onnxruntime kept)."""
+    return session.get_providers()[0]
+
+
+def open_session(path: Path, expected_kind: str, threads: int = 2, backend: str = "cpu"
+                 ) -> tuple[Any, dict[str, Any]]:
+    """An onnxruntime session on ``backend``'s best working provider and the file's metadata; LoadError if it is
+    missing or the wrong kind."""
     if not path.exists():
         raise LoadError(f"weights file not found: {path}")
     try:
@@ -29,7 +57,9 @@ def open_session(path: Path, expected_kind: str, threads: int = 2) -> tuple[Any,
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     options.log_severity_level = 3
     try:
-        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        # a GPU provider that fails to start (no device, a missing library) is dropped by onnxruntime with a
+        # warning, and the session runs on the providers left: running_provider says which
+        session = ort.InferenceSession(str(path), options, providers=providers(backend))
     except Exception as error:  # onnxruntime raises its own exception types
         raise LoadError(f"cannot load {path} as an ONNX model: {error}") from None
     raw = session.get_modelmeta().custom_metadata_map

@@ -40,7 +40,7 @@ from evaluators.cache import CachedEvaluator
 from evaluators.encoding import ENCODINGS, Encoding, assemble, get_encoding, unflipped_bitboards, unpack_unflipped
 from evaluators.leela import is_leela_file
 from evaluators.moves import KING_TWO_SQUARES, PUSH_SLOT, PolicySlots, mirror_move
-from evaluators.onnx_model import open_session
+from evaluators.onnx_model import BACKENDS, CPU_PROVIDER, open_session, running_provider
 from hackmate_core.options import Option
 
 KIND = "resnet-policy-value"
@@ -91,7 +91,10 @@ class ResNetEvaluator(Evaluator):
                       help="average the root's priors with its a<->h mirror image's (positions without castling "
                            "rights; networks without history planes)"),
                Option("RootPolicyTemperature", "spin", 0, 0, 500, scale=100, attribute="root_policy_temperature",
-                      help="softmax temperature of the root's priors x100 (0: PolicyTemperature, as in the tree)"))
+                      help="softmax temperature of the root's priors x100 (0: PolicyTemperature, as in the tree)"),
+               Option("Backend", "combo", "auto", choices=BACKENDS, attribute="backend",
+                      help="where the network runs: auto (a GPU where onnxruntime has a working CUDA provider, "
+                           "else the CPU), cpu, cuda or tensorrt (both need the gpu extra: onnxruntime-gpu)"))
 
     @classmethod
     def create(cls, weights: Optional[Path], threads: int, lazy: bool) -> "ResNetEvaluator":
@@ -131,7 +134,7 @@ class ResNetEvaluator(Evaluator):
             from evaluators.leela_convert import converted  # onnx is imported only for a Leela network
             self.path = converted(self.source)
             self.int8_path = self._int8_asked or int8_companion(self.path)
-        session, metadata = open_session(self.path, KIND, self.threads)
+        session, metadata = open_session(self.path, KIND, self.threads, self.backend)
         encoding_name = metadata.get("encoding")
         if encoding_name not in ENCODINGS:
             raise LoadError(f"{self.path}: unknown board encoding {encoding_name!r} (this engine knows "
@@ -162,7 +165,7 @@ class ResNetEvaluator(Evaluator):
                                  f"no int8 copy {self.int8_path.name} beside {self.path} (python -m tools.quantize)")
             return None
         try:
-            session, metadata = open_session(self.int8_path, KIND, self.threads)
+            session, metadata = open_session(self.int8_path, KIND, self.threads, self.backend)
         except LoadError as error:
             self.int8_problem = str(error)
             return None
@@ -172,8 +175,17 @@ class ResNetEvaluator(Evaluator):
         return session
 
     def notices(self) -> list[str]:
-        if self.precision != "fp32" and self._session is not None and self._int8_session is None:
-            return [f"Precision {self.precision}: {self.int8_problem}; {self.source.name} runs alone"]
+        if self._session is None:
+            return []
+        notices = [f"Backend {self.backend}: the network runs on {self.provider}"]
+        if self.precision != "fp32" and self._int8_session is None:
+            notices.append(f"Precision {self.precision}: {self.int8_problem}; {self.source.name} runs alone")
+        return notices
+
+    def fallbacks(self) -> list[str]:
+        if self._session is not None and self.backend in ("cuda", "tensorrt") and self.provider == CPU_PROVIDER:
+            return [f"Backend {self.backend}: no working GPU provider in this onnxruntime (the gpu extra installs "
+                    "onnxruntime-gpu; a GPU and its CUDA libraries are needed); the network runs on the CPU"]
         return []
 
     @property
@@ -202,9 +214,28 @@ class ResNetEvaluator(Evaluator):
         """A new onnxruntime session with ``threads`` intra-op threads (a running batch keeps the old one)."""
         if threads != self.threads:
             self.threads = threads
-            if self._session is not None:
-                self._session, _ = open_session(self.path, KIND, threads)
-                self._int8_session = self._open_int8()
+            self._reopen()
+
+    def set_option(self, name: str, value: Any) -> bool:
+        """As :class:`Configurable`'s, and a new ``Backend`` opens the network again on its provider."""
+        backend = self.backend
+        if not super().set_option(name, value):
+            return False
+        if self.backend != backend:
+            self._reopen()
+        return True
+
+    def _reopen(self) -> None:
+        """New sessions with the current threads and backend, where the network is loaded (a running batch keeps
+        the old ones)."""
+        if self._session is not None:
+            self._session, _ = open_session(self.path, KIND, self.threads, self.backend)
+            self._int8_session = self._open_int8()
+
+    @property
+    def provider(self) -> str:
+        """The onnxruntime provider that runs the network (the fp32 file's)."""
+        return running_provider(self.session)
 
     def cache_key(self, board: chess.Board) -> Hashable:
         """The position and its clock, and with history planes a digest of all of them (the earlier positions,

@@ -140,3 +140,8 @@ class Configurable:
         """What the user should hear about the options as they apply now, though nothing failed (a setting this
         object cannot honour and what it does instead); the engine prints them as `info string`."""
         return []
+
+    def fallbacks(self) -> list[str]:
+        """Settings this object cannot honour as asked, and what it does instead, where that is a failure (a GPU
+        asked for and the CPU used): the engine tells them as fallbacks (hackmate_core.fallback)."""
+        return []

@@ -271,8 +271,8 @@ def test_a_conversion_is_made_once_and_keyed_by_content(tmp_path, cache_dir, mon
 def test_a_leela_network_runs_alone_without_an_int8_copy(tmp_path):
     evaluator = ResNetEvaluator(good_file(tmp_path))
     assert not evaluator.runs_int8 and not evaluator.takes_leaves()
-    assert evaluator.notices() == ["Precision mixed: good.pb.gz is a Leela network, converted without an int8 "
-                                   "copy; good.pb.gz runs alone"]
+    assert ("Precision mixed: good.pb.gz is a Leela network, converted without an int8 copy; good.pb.gz runs alone"
+            in evaluator.notices())
 
 
 def test_the_cache_key_tells_histories_apart(tmp_path):

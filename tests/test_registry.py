@@ -58,7 +58,7 @@ def test_declared_options_are_those_of_the_built_backends():
         assert search_options(cls) == built.options(), name
     assert [option.name for option in evaluator_options(backends.evaluators["resnet"])] == [
         "TacticalPriors", "MaterialBlend", "BlendQuiescence", "PolicyTemperature", "Precision", "MirrorRoot",
-        "RootPolicyTemperature"]
+        "RootPolicyTemperature", "Backend"]
 
 
 # ------------------------------------------------------------------ discovery
