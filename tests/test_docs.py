@@ -49,6 +49,16 @@ def nickname_pattern(names: list[str]) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w-])(?:{alternatives})(?![\w-])")
 
 
+def outside_the_table(page: Path) -> str:
+    """A page's text, less the nickname table's section where the page is the one that holds it."""
+    text = page.read_text(encoding="utf-8")
+    if page != NICKNAME_TABLE:
+        return text
+    before, after = text.split(NICKNAME_SECTION, 1)
+    rest = after.split("\n## ", 1)
+    return before + ("\n## " + rest[1] if len(rest) > 1 else "")
+
+
 def markdown_table(section: str) -> list[dict[str, str]]:
     """The rows of the first Markdown table in a text, as header -> cell."""
     lines = [line for line in section.splitlines() if line.startswith("|")]
@@ -136,6 +146,21 @@ def test_a_guide_has_no_rounds_and_no_nicknames(page: Path) -> None:
             for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
             if ROUND_WORD.search(line) or pattern.search(line)]
     assert not hits, f"{page_id(page)} speaks of rounds or nicknames (the record is docs/record/):\n" + "\n".join(hits)
+
+
+@pytest.mark.parametrize("page", docs_pages(), ids=page_id)
+def test_a_nickname_appears_only_in_the_table(page: Path) -> None:
+    """The record too names networks by what they are; the table is the one place an old name is explained."""
+    pattern = nickname_pattern(nicknames())
+    hits = [f"line {number}: {line.strip()}"
+            for number, line in enumerate(outside_the_table(page).splitlines(), 1) if pattern.search(line)]
+    assert not hits, f"{page_id(page)} uses nicknames outside {page_id(NICKNAME_TABLE)}'s table:\n" + "\n".join(hits)
+
+
+def test_the_table_s_own_page_is_checked_outside_the_table() -> None:
+    rest = outside_the_table(NICKNAME_TABLE)
+    assert NICKNAME_SECTION not in rest and "`gpu26-abd`" not in rest
+    assert "## The machines" in rest
 
 
 def test_figures_shared_with_the_readme_are_the_readme_s() -> None:

@@ -60,7 +60,7 @@ def test_mixed_precision_asks_fp32_exactly_where_int8_is_unsure_and_refuses_anot
     def evaluations(precision: str) -> list:
         evaluator = ResNetEvaluator(network)
         evaluator.set_option("Precision", precision)
-        assert evaluator.notices() == []
+        assert not [notice for notice in evaluator.notices() if notice.startswith("Precision")]
         return evaluator.evaluate_batch(test_boards)
 
     fp32, int8, mixed = evaluations("fp32"), evaluations("int8"), evaluations("mixed")
@@ -78,7 +78,8 @@ def test_mixed_precision_asks_fp32_exactly_where_int8_is_unsure_and_refuses_anot
     assert 0 < asked < len(test_boards)
     assert mixed_outputs(network, int8_companion(network), test_boards)[2] == asked / len(test_boards)
     assert [e.value for e in int8] != [e.value for e in fp32]
-    assert "net-int8.onnx is itself an int8 copy" in ResNetEvaluator(int8_companion(network)).notices()[0]
+    assert any("net-int8.onnx is itself an int8 copy" in notice
+               for notice in ResNetEvaluator(int8_companion(network)).notices())
 
     import onnx  # an int8 copy of another network is refused, with a notice, and fp32 plays
     other = tmp_path / "other.onnx"
@@ -89,7 +90,7 @@ def test_mixed_precision_asks_fp32_exactly_where_int8_is_unsure_and_refuses_anot
     evaluator = ResNetEvaluator(other)
     evaluator.set_option("Precision", "mixed")
     assert not evaluator.runs_int8
-    assert evaluator.notices() and "was not quantised from" in evaluator.notices()[0]
+    assert any("was not quantised from" in notice for notice in evaluator.notices())
     int8_companion(other).unlink()
     driver = Driver("--eval", "resnet", "--weights", str(other))
     try:
