@@ -31,6 +31,10 @@ from hackmate_core.openings import load_openings
 from hackmate_core.options import option_settings
 from hackmate_core.uci_engines import find_stockfish
 
+#: The openings a match starts from unless told otherwise: 200 distinct positions after the first 8 plies of
+#: Carlsen's classical games (../shared/data/games/carlsen-classical.pgn), shipped so that a clone alone can play.
+SHIPPED_OPENINGS = Path(__file__).resolve().parent / "openings.pgn"
+
 MATE_CP = 100_000
 
 
@@ -211,8 +215,10 @@ def with_thread_share(options: dict[str, str], concurrency: int) -> dict[str, st
               help="UCI option NAME=VALUE for the opponent, e.g. 'UCI_LimitStrength=true' 'UCI_Elo=1500'.")
 @click.option("--games", default=20, show_default=True, help="Number of games (pairs of colours per opening).")
 @click.option("--tc", default="10+0.1", show_default=True, help="Time control: base seconds + increment.")
-@click.option("--openings", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="EPD or PGN file of opening positions (default: the start position).")
+@click.option("--openings", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=SHIPPED_OPENINGS,
+              show_default=True,
+              help="EPD or PGN file of opening positions (the shipped file: 200 distinct openings, the first 8 plies "
+                   "of Carlsen's classical games).")
 @click.option("--opening-plies", default=8, show_default=True,
               help="With a PGN opening file: how many plies of each game to play before the engines take over.")
 @click.option("--concurrency", default=2, show_default=True,
@@ -225,7 +231,7 @@ def with_thread_share(options: dict[str, str], concurrency: int) -> dict[str, st
               help="End decided games early: resign when both engines see one side 1000 cp behind for 3 moves "
                    "each; draw after move 40 when both see the game within 10 cp for 8 moves each.")
 def cli(engine_args: str, engine_options: tuple[str, ...], opponent: str, opponent_args: str,
-        opponent_options: tuple[str, ...], games: int, tc: str, openings: Optional[Path], opening_plies: int, concurrency: int,
+        opponent_options: tuple[str, ...], games: int, tc: str, openings: Path, opening_plies: int, concurrency: int,
         pgn_out: Optional[Path], seed: int, adjudicate: bool) -> None:
     """Play a match of our engine against another UCI engine and print W/D/L, Elo and LOS."""
     our_command = [sys.executable, "-m", "engine", *shlex.split(engine_args)]

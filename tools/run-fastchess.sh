@@ -21,6 +21,10 @@ tcs="${TCS:-1+0.01 10+0.1 40/60}"
 fastchess="${FASTCHESS:-$(command -v fastchess || echo "$root/../shared/bin/fastchess")}"
 stockfish="${STOCKFISH:-$(command -v stockfish || echo /usr/games/stockfish)}"
 openings="${OPENINGS:-$root/../shared/data/games/carlsen-classical.pgn}"
+if [ -z "${OPENINGS:-}" ] && [ ! -f "$openings" ]; then  # a clone without ../shared: the shipped subset of them
+    echo "no $openings: playing from tools/openings.pgn (the first 8 plies of 200 of those games)" >&2
+    openings="$root/tools/openings.pgn"
+fi
 for tool in "$fastchess" "$stockfish"; do
     [ -x "$tool" ] || { echo "not found: $tool (set FASTCHESS / STOCKFISH)" >&2; exit 2; }
 done

@@ -18,6 +18,10 @@ shift 2
 [ "$#" -gt 0 ] || { echo "give at least one NAME=VALUE for the tuned engine" >&2; exit 2; }
 fastchess="${FASTCHESS:-$(command -v fastchess || echo "$root/../shared/bin/fastchess")}"
 openings="${OPENINGS:-$root/../shared/data/games/carlsen-classical.pgn}"
+if [ -z "${OPENINGS:-}" ] && [ ! -f "$openings" ]; then  # a clone without ../shared: the shipped subset of them
+    echo "no $openings: playing from tools/openings.pgn (the first 8 plies of 200 of those games)" >&2
+    openings="$root/tools/openings.pgn"
+fi
 [ -x "$fastchess" ] || { echo "not found: $fastchess (set FASTCHESS)" >&2; exit 2; }
 [ -f "$openings" ] || { echo "openings not found: $openings (set OPENINGS)" >&2; exit 2; }
 "$root/bin/setup-env"
