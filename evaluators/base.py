@@ -157,6 +157,12 @@ class Evaluator(Configurable, Pluggable, ABC):
         request, with what the evaluator takes from the board read from the leaf instead."""
         raise NotImplementedError(f"{self.name} does not take compiled leaves")
 
+    def leaf_history(self, board: chess.Board) -> Optional[bytes]:
+        """What the compiled leaves of a search from ``board`` take from the game before it, once per search: an
+        encoding with history gives the input of the root and the positions before it (hackmate_core._cpuct.game);
+        None (the default) when a leaf's own position is all its input."""
+        return None
+
     def collate(self, requests: Sequence[Request]) -> Any:
         """A batch of prepared requests as the network's input (None by default), on the preparing thread.
 
@@ -259,6 +265,9 @@ class EvaluatorWrapper(Evaluator):
 
     def prepare_leaf(self, leaf: Any) -> Request:
         return self.inner.prepare_leaf(leaf)
+
+    def leaf_history(self, board: chess.Board) -> Optional[bytes]:
+        return self.inner.leaf_history(board)
 
     def collate(self, requests: Sequence[Request]) -> Any:
         return self.inner.collate(requests) if self._forwards_stages else None

@@ -150,30 +150,40 @@ def _is_standard_start(position: BoardState) -> bool:
 _START_KEY = _lc0_key(BoardState(chess.Board()), True)
 
 
-def lc0_bitboards(board: chess.Board) -> list[int]:
-    """The ``lc0-112`` binary planes of ``board`` and its move stack as 111 bitboards, not yet flipped for Black
-    (Lc0's EncodePositionForNN with FillEmptyHistory::FEN_ONLY, which its search uses by default)."""
-    us = board.turn
+def lc0_history(board: chess.Board) -> list[list[int]]:
+    """The positions of the ``lc0-112`` history of ``board`` and its move stack, the board's own first: for each,
+    White's pawns to king, Black's pawns to king and the repetition plane, 13 bitboards not yet flipped (Lc0's
+    EncodePositionForNN with FillEmptyHistory::FEN_ONLY, which its search uses by default). PUCT's compiled leaves
+    take those of a search's root from here (:meth:`evaluators.resnet.ResNetEvaluator.leaf_history`)."""
     game = [*state_stack(board), BoardState(board)]  # the game's positions, its first one first
     now = len(game) - 1
-    bitboards: list[int] = []
+    history: list[list[int]] = []
     for back in range(LC0_HISTORY):
         index = now - back
         if index < 0:  # before the game's first position: Lc0 fills these from it, unless it is the start
             first = game[0]
             if _is_standard_start(first):
-                bitboards += [0] * (13 * (LC0_HISTORY - back))
+                history += [[0] * 13 for _ in range(LC0_HISTORY - back)]
                 break
-            block = _lc0_pieces(first, us)
+            block = _lc0_pieces(first, chess.WHITE)
             if first.ep_square is not None:  # the pawn that made the double step goes back to its square
-                pawn_color = chess.WHITE if chess.square_rank(first.ep_square) == 2 else chess.BLACK
-                step = 8 if pawn_color == chess.WHITE else -8
-                plane = 0 if pawn_color == us else 6
+                step = 8 if chess.square_rank(first.ep_square) == 2 else -8
+                plane = 0 if step == 8 else 6
                 block[plane] = block[plane] & ~chess.BB_SQUARES[first.ep_square + step] \
                     | chess.BB_SQUARES[first.ep_square - step]
-            bitboards += block + [0]  # the first position has no repetitions
+            history.append(block + [0])  # the first position has no repetitions
         else:
-            bitboards += _lc0_pieces(game[index], us) + [FULL if _lc0_repeated(game, index) else 0]
+            history.append(_lc0_pieces(game[index], chess.WHITE) + [FULL if _lc0_repeated(game, index) else 0])
+    return history
+
+
+def lc0_bitboards(board: chess.Board) -> list[int]:
+    """The ``lc0-112`` binary planes of ``board`` and its move stack as 111 bitboards, not yet flipped for Black:
+    :func:`lc0_history` seen by the side to move (its pieces first), then the castling and constant planes."""
+    us = board.turn
+    bitboards: list[int] = []
+    for block in lc0_history(board):
+        bitboards += (block[:12] if us == chess.WHITE else block[6:12] + block[:6]) + block[12:]
     bitboards += _castling_bits(board, us, LC0_CASTLING)
     bitboards += [FULL if us == chess.BLACK else 0, 0, FULL]
     return bitboards

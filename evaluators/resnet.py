@@ -37,7 +37,8 @@ import numpy as np
 from evaluators.base import Evaluation, Evaluator, LoadError, MoveLists, Request, evaluate_in_stages, value_centipawns
 from evaluators.blend import BlendedEvaluator
 from evaluators.cache import CachedEvaluator
-from evaluators.encoding import ENCODINGS, Encoding, assemble, get_encoding, unflipped_bitboards, unpack_unflipped
+from evaluators.encoding import (ENCODINGS, Encoding, assemble, get_encoding, lc0_history, unflipped_bitboards,
+                                 unpack_unflipped)
 from evaluators.leela import is_leela_file
 from evaluators.moves import KING_TWO_SQUARES, PUSH_SLOT, PolicySlots, mirror_move
 from evaluators.onnx_model import BACKENDS, CPU_PROVIDER, open_session, running_provider
@@ -304,30 +305,37 @@ class ResNetEvaluator(Evaluator):
         return Evaluation(value, draw, moves=moves, policy=policy)
 
     def takes_leaves(self) -> bool:
-        """Whether :meth:`prepare_leaf` can take a compiled PUCT leaf: planes18 without history, and the slots of
-        the training package's networks (the compiled leaf computes those two)."""
-        history = self.encoding.history  # loads the network, and with it its slots
-        return history == 1 and not self._slots.king_takes_rook and not self._slots.own_queen_slot
+        """Whether :meth:`prepare_leaf` can take a compiled PUCT leaf: yes, once the network is loaded (the leaf
+        computes both encodings and every policy convention)."""
+        self.load()
+        return True
+
+    def leaf_history(self, board: chess.Board) -> Optional[bytes]:
+        """lc0-112's history of the search's root ``board`` (:func:`evaluators.encoding.lc0_history`, 8 x 13
+        native uint64s) for the compiled leaves below it; None for planes18, which has none."""
+        if self.encoding.history == 1:
+            return None
+        return array("Q", chain.from_iterable(lc0_history(board))).tobytes()
 
     def prepare_leaf(self, leaf: Any) -> Request:
         """:meth:`prepare` of a compiled PUCT leaf (hackmate_core._cpuct.Leaf): the same bitboards and slots,
         computed in C, the bitboards already unpacked into planes (bytes); :meth:`finish` treats both requests
-        alike."""
+        alike. The leaf's cache key tells histories apart as :meth:`cache_key` does."""
         request = Request(leaf.moves)
-        request.binary = leaf.planes  # type: ignore[attr-defined]
+        request.binary = leaf.planes if self.encoding.history == 1 else leaf.lc0_planes  # type: ignore[attr-defined]
         request.rule50 = leaf.rule50  # type: ignore[attr-defined]
-        request.slots = leaf.slots  # type: ignore[attr-defined]
+        request.slots = leaf.slots(self._slots.king_takes_rook, self._slots.own_queen_slot)  # type: ignore
         return request
 
     def collate(self, requests: Sequence[Request]) -> Optional[np.ndarray]:
         """The planes of a batch of prepared requests (None for an empty batch)."""
         if not requests:
             return None
-        if self.encoding.history > 1:
-            binary = np.stack([r.planes for r in requests])  # type: ignore[attr-defined]
-        elif hasattr(requests[0], "binary"):  # compiled leaves (a batch is one search's, all of one kind)
+        if hasattr(requests[0], "binary"):  # compiled leaves (a batch is one search's, all of one kind)
             binary = np.frombuffer(b"".join([r.binary for r in requests]),  # type: ignore[attr-defined]
                                    dtype=bool).reshape(len(requests), -1, 8, 8)
+        elif self.encoding.history > 1:
+            binary = np.stack([r.planes for r in requests])  # type: ignore[attr-defined]
         else:
             black = np.array([r.black for r in requests])  # type: ignore[attr-defined]
             binary = unpack_unflipped(np.array([r.bitboards for r in requests], dtype=np.uint64),  # type: ignore

@@ -3,8 +3,10 @@
  * Position: a compiled board position (cb_position) kept in a tree node; only this module makes them, from
  * python-chess's public state (position()) or by playing a legal move (Position.make()), so that every
  * position the C code sees is one cb_set() accepted or one reached from it by legal moves.
+ * Game: what a search's leaves take from the game before its root, made once per search by game(): the positions
+ * the repetition rules look back on, and for the lc0-112 input the root's history as Python encodes it.
  * Leaf: a new leaf of the search tree made by leaf(): its position, legal moves and result by rule, with what
- * the evaluators take from it (cache key, tactical gains, planes18 planes, policy slots) computed on request.
+ * the evaluators take from it (cache key, tactical gains, planes18 or lc0-112 planes, policy slots).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -16,7 +18,7 @@
 #include "cpuct.h"
 
 /* Raised when the module's Python API changes, so that search.puct refuses a stale build. */
-#define API_VERSION 6
+#define API_VERSION 7
 
 typedef struct {
     PyObject_HEAD
@@ -31,9 +33,21 @@ typedef struct {
     PyObject *moves;                 /* the list of move codes, made on first request */
     int count;
     cb_move legal[CB_MAX_MOVES];
+    int has_lc0;                     /* whether lc0 and digest are set (a game with history, an ongoing game) */
+    uint64_t digest;                 /* cp_digest of lc0 */
+    uint64_t lc0[CP_LC0_PLANES];     /* the lc0-112 bitboards, before the flip for Black */
 } LeafObject;
 
-static PyTypeObject PositionType, LeafType;
+typedef struct {
+    PyObject_HEAD
+    cb_position *positions;          /* the game's positions before the root, oldest first */
+    int known;
+    int first;                       /* whether the oldest of them (the root when there are none) began the game */
+    int has_history;
+    uint64_t history[CP_LC0_HISTORY][CP_LC0_BLOCK];  /* evaluators.encoding.lc0_history of the root */
+} GameObject;
+
+static PyTypeObject PositionType, LeafType, GameType;
 static PyObject *state_name;         /* "state", interned */
 static PyObject *chess_module;
 
@@ -136,44 +150,83 @@ static const cb_position *node_position(PyObject *node) {
     return &((PositionObject *)state)->position;
 }
 
-/* The keys of the positions before a leaf: the game's (a uint64 buffer), then the path's nodes'. */
-typedef struct {
-    const uint64_t *game;
-    int known;
-    PyObject *path;
-} key_context;
+/* ------------------------------------------------------------------ Game */
 
-static uint64_t key_at(void *context, int index) {
-    key_context *keys = context;
-    if (index < keys->known) return keys->game[index];
-    /* leaf_new checked that every node of the path before the leaf holds a Position */
-    PyObject *state = PyObject_GetAttr(PyList_GET_ITEM(keys->path, index - keys->known), state_name);
-    uint64_t key = 0;
-    if (state && Py_TYPE(state) == &PositionType) key = ((PositionObject *)state)->position.key;
-    Py_XDECREF(state);
-    PyErr_Clear();
-    return key;
+static PyObject *game_new(PyObject *module, PyObject *args) {
+    PyObject *positions, *history;
+    int first;
+    if (!PyArg_ParseTuple(args, "O!pO:game", &PyList_Type, &positions, &first, &history)) return NULL;
+    Py_ssize_t known = PyList_GET_SIZE(positions);
+    if (known > CB_MAX_PLIES) return PyErr_Format(PyExc_ValueError, "game() takes at most %d positions", CB_MAX_PLIES);
+    Py_buffer view = {0};
+    if (history != Py_None) {
+        if (PyObject_GetBuffer(history, &view, PyBUF_SIMPLE) < 0) return NULL;
+        if (view.len != (Py_ssize_t)sizeof(((GameObject *)NULL)->history)) {
+            PyBuffer_Release(&view);
+            return PyErr_Format(PyExc_ValueError, "game(): the history is %d x %d native uint64s",
+                                CP_LC0_HISTORY, CP_LC0_BLOCK);
+        }
+    }
+    GameObject *self = PyObject_New(GameObject, &GameType);
+    if (self) {
+        self->positions = PyMem_Malloc((size_t)(known ? known : 1) * sizeof *self->positions);
+        self->known = (int)known;
+        self->first = first;
+        self->has_history = history != Py_None;
+        if (self->has_history) memcpy(self->history, view.buf, sizeof self->history);
+        if (!self->positions) {
+            PyErr_NoMemory();
+            Py_CLEAR(self);
+        }
+    }
+    for (Py_ssize_t i = 0; self && i < known; i++) {
+        PyObject *item = PyList_GET_ITEM(positions, i);
+        if (Py_TYPE(item) != &PositionType) {
+            PyErr_SetString(PyExc_TypeError, "game() takes a list of Positions");
+            Py_CLEAR(self);
+        } else {
+            self->positions[i] = ((PositionObject *)item)->position;
+        }
+    }
+    if (history != Py_None) PyBuffer_Release(&view);
+    return (PyObject *)self;
 }
+
+static void Game_dealloc(GameObject *self) {
+    PyMem_Free(self->positions);
+    PyObject_Free(self);
+}
+
+static PyTypeObject GameType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "hackmate_core._cpuct.Game",
+    .tp_doc = "What a search's leaves take from the game before its root (made by game()).",
+    .tp_basicsize = sizeof(GameObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)Game_dealloc,
+};
+
+/* ------------------------------------------------------------------ Leaf */
+
+/* Paths up to this long are kept on the stack while a leaf is made. */
+#define SHORT_PATH 256
 
 static PyObject *leaf_new(PyObject *module, PyObject *args) {
     PyObject *path;
     long code;
-    Py_buffer game;
-    if (!PyArg_ParseTuple(args, "O!ly*:leaf", &PyList_Type, &path, &code, &game)) return NULL;
+    GameObject *game;
+    if (!PyArg_ParseTuple(args, "O!lO!:leaf", &PyList_Type, &path, &code, &GameType, &game)) return NULL;
     Py_ssize_t length = PyList_GET_SIZE(path);
+    if (length < 1 || length > CB_MAX_PLIES || (code < 0) != (length == 1))
+        return PyErr_Format(PyExc_ValueError, "leaf(path, code, game): a path with its last move's code (-1 for "
+                                              "the root alone)");
+    const cb_position *short_tree[SHORT_PATH], **tree = short_tree;
+    if (length > SHORT_PATH && !(tree = PyMem_Malloc((size_t)length * sizeof *tree))) return PyErr_NoMemory();
     LeafObject *self = NULL;
-    if (length < 1 || length > CB_MAX_PLIES || (code < 0) != (length == 1) || game.len % sizeof(uint64_t)
-        || game.len / (Py_ssize_t)sizeof(uint64_t) > CB_MAX_PLIES) {
-        PyErr_SetString(PyExc_ValueError, "leaf(path, code, game_keys): a path with its last move's code (-1 "
-                                          "for the root alone) and whole uint64 keys");
-        goto done;
-    }
-    const cb_position *position = NULL;
-    for (Py_ssize_t i = 0; i < length - (length > 1); i++) {
-        position = node_position(PyList_GET_ITEM(path, i));
-        if (!position) goto done;
-    }
-    if (length > 1 && (code > 0xFFFF || !legal_in(position, code))) {
+    for (Py_ssize_t i = 0; i < length - (length > 1); i++)
+        if (!(tree[i] = node_position(PyList_GET_ITEM(path, i)))) goto done;
+    const cb_position *parent = tree[length - 1 - (length > 1)];
+    if (length > 1 && (code > 0xFFFF || !legal_in(parent, code))) {
         PyErr_Format(PyExc_ValueError, "move code %ld is not a legal move in the leaf's parent", code);
         goto done;
     }
@@ -181,18 +234,21 @@ static PyObject *leaf_new(PyObject *module, PyObject *args) {
     if (!self) goto done;
     self->moves = NULL;
     self->mate_in_one = -1;
-    self->position = *position;
+    self->has_lc0 = 0;
+    self->position = *parent;
     if (length > 1) cb_make(&self->position, (cb_move)code, 1);
+    tree[length - 1] = &self->position;
     self->count = cb_legal_moves(&self->position, self->legal);
     self->result = cp_result(&self->position, self->count);
-    if (self->result == CB_ONGOING) {
-        int tree_plies = (int)length - 1;
-        key_context keys = {game.buf, (int)(game.len / (Py_ssize_t)sizeof(uint64_t)), path};
-        if (cp_repetition(&self->position, key_at, &keys, keys.known + tree_plies, tree_plies))
-            self->result = CB_DRAWN;
+    cp_line line = {game->positions, game->known, tree, (int)length, game->first};
+    if (self->result == CB_ONGOING && cp_repetition(&line)) self->result = CB_DRAWN;
+    if (self->result == CB_ONGOING && game->has_history) {
+        cp_lc0_planes(&line, (const uint64_t (*)[CP_LC0_BLOCK])game->history, self->lc0);
+        self->digest = cp_digest(self->lc0, CP_LC0_PLANES);
+        self->has_lc0 = 1;
     }
 done:
-    PyBuffer_Release(&game);
+    if (tree != short_tree) PyMem_Free(tree);
     return (PyObject *)self;
 }
 
@@ -232,6 +288,8 @@ static PyObject *Leaf_get_state(LeafObject *self, void *unused) { return (PyObje
 
 static PyObject *Leaf_get_cache_key(LeafObject *self, void *unused) {
     int clock = self->position.halfmove_clock < 100 ? self->position.halfmove_clock : 100;
+    if (self->has_lc0)
+        return Py_BuildValue("(KiK)", (unsigned long long)self->position.key, clock, (unsigned long long)self->digest);
     return Py_BuildValue("(Ki)", (unsigned long long)self->position.key, clock);
 }
 
@@ -268,24 +326,40 @@ static PyObject *Leaf_gain_weights(LeafObject *self, PyObject *temperature) {
  * mirrored vertically (s ^ 56) when Black is to move, as evaluators.encoding.unpack_unflipped makes them. */
 static char rank_bytes[256][8];  /* rank_bytes[b][file]: bit `file` of the rank's byte b, set by PyInit */
 
-static PyObject *Leaf_get_planes(LeafObject *self, void *unused) {
-    uint64_t bitboards[CP_PLANES18];
-    cp_planes18(&self->position, self->legal, self->count, bitboards);
-    PyObject *bytes = PyBytes_FromStringAndSize(NULL, CP_PLANES18 * 64);
+static PyObject *binary_planes(const uint64_t *bitboards, int count, int black) {
+    PyObject *bytes = PyBytes_FromStringAndSize(NULL, count * 64);
     if (!bytes) return NULL;
     char *out = PyBytes_AS_STRING(bytes);
-    int flip = self->position.turn == CB_BLACK ? 7 : 0;
-    for (int plane = 0; plane < CP_PLANES18; plane++)
+    int flip = black ? 7 : 0;
+    for (int plane = 0; plane < count; plane++)
         for (int rank = 0; rank < 8; rank++)
             memcpy(out + plane * 64 + rank * 8, rank_bytes[(bitboards[plane] >> (8 * (rank ^ flip))) & 0xFF], 8);
     return bytes;
 }
 
-static PyObject *Leaf_get_slots(LeafObject *self, void *unused) {
+static PyObject *Leaf_get_planes(LeafObject *self, void *unused) {
+    uint64_t bitboards[CP_PLANES18];
+    cp_planes18(&self->position, self->legal, self->count, bitboards);
+    return binary_planes(bitboards, CP_PLANES18, self->position.turn == CB_BLACK);
+}
+
+static PyObject *Leaf_get_lc0_planes(LeafObject *self, void *unused) {
+    if (!self->has_lc0)
+        return PyErr_Format(PyExc_ValueError, "this leaf has no lc0-112 planes (its game was made without a history, "
+                                              "or its result is known by rule)");
+    return binary_planes(self->lc0, CP_LC0_PLANES, self->position.turn == CB_BLACK);
+}
+
+static PyObject *Leaf_slots(LeafObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) return PyErr_Format(PyExc_TypeError, "slots(king_takes_rook, own_queen_slot) takes 2 arguments");
+    int king_takes_rook = PyObject_IsTrue(args[0]), own_queen_slot = PyObject_IsTrue(args[1]);
+    if (king_takes_rook < 0 || own_queen_slot < 0) return NULL;
+    int conventions = (king_takes_rook ? CP_KING_TAKES_ROOK : 0) | (own_queen_slot ? CP_OWN_QUEEN_SLOT : 0);
     PyObject *bytes = PyBytes_FromStringAndSize(NULL, self->count * (Py_ssize_t)sizeof(int16_t));
     if (!bytes) return NULL;
     int16_t *slots = (int16_t *)PyBytes_AS_STRING(bytes);
-    for (int i = 0; i < self->count; i++) slots[i] = (int16_t)cp_policy_slot(&self->position, self->legal[i]);
+    for (int i = 0; i < self->count; i++)
+        slots[i] = (int16_t)cp_policy_slot(&self->position, self->legal[i], conventions);
     return bytes;
 }
 
@@ -341,6 +415,9 @@ static PyMethodDef Leaf_methods[] = {
     {"gain_weights", (PyCFunction)Leaf_gain_weights, METH_O,
      "gain_weights(temperature): evaluators.material.gain_softmax's weights of the gains before the "
      "normalisation (exp((gain - top) / temperature)), the same floats."},
+    {"slots", (PyCFunction)(void (*)(void))Leaf_slots, METH_FASTCALL,
+     "slots(king_takes_rook, own_queen_slot): the network's policy slot of each legal move under its conventions "
+     "(evaluators.moves.PolicySlots), as native int16s (bytes: numpy joins a batch's without a Python int each)."},
     {"board", (PyCFunction)Leaf_board, METH_NOARGS,
      "board(): the leaf's position as a chess.Board without history (tablebases, the material blend)."},
     {NULL, NULL, 0, NULL},
@@ -352,14 +429,15 @@ static PyGetSetDef Leaf_getset[] = {
     {"mate_in_one", (getter)Leaf_get_mate_in_one, NULL, "True when the side to move mates in one.", NULL},
     {"moves", (getter)Leaf_get_moves, NULL, "the legal moves' codes in python-chess's order.", NULL},
     {"state", (getter)Leaf_get_state, NULL, "the leaf's Position (for its node).", NULL},
-    {"cache_key", (getter)Leaf_get_cache_key, NULL, "(key, min(halfmove_clock, 100)): the evaluation cache's key.",
+    {"cache_key", (getter)Leaf_get_cache_key, NULL, "(key, min(halfmove_clock, 100)): the evaluation cache's key; "
+     "with the game's history, a digest of the lc0-112 bitboards too (what ResNetEvaluator.cache_key tells apart).",
      NULL},
     {"gains", (getter)Leaf_get_gains, NULL, "evaluators.material.tactical_gains of the legal moves (checks "
      "included).", NULL},
     {"planes", (getter)Leaf_get_planes, NULL, "the 17 binary planes as bytes, flipped for Black (17 x 64, one "
      "byte a square).", NULL},
-    {"slots", (getter)Leaf_get_slots, NULL, "the network's policy slot of each legal move, as native int16s (bytes: "
-     "numpy joins a batch's without a Python int each).", NULL},
+    {"lc0_planes", (getter)Leaf_get_lc0_planes, NULL, "the 111 binary planes of lc0-112 as bytes, flipped for Black "
+     "(111 x 64, one byte a square); ValueError where the game has no history.", NULL},
     {"rule50", (getter)Leaf_get_rule50, NULL, "the halfmove clock.", NULL},
     {"pieces", (getter)Leaf_get_pieces, NULL, "pieces on the board (tablebase coverage).", NULL},
     {"castling", (getter)Leaf_get_castling, NULL, "True when a castling right remains.", NULL},
@@ -715,11 +793,15 @@ static PyMethodDef module_methods[] = {
      "position(pawns, knights, bishops, rooks, queens, kings, white, black, turn, castling_rights, ep_square, "
      "halfmove_clock, fullmove_number, chess960): a Position from python-chess's public state (ep_square -1: "
      "none); ValueError for a position the compiled board does not take."},
+    {"game", game_new, METH_VARARGS,
+     "game(positions, first, history): a Game for the leaves of a search: positions, the Positions of the game "
+     "before the root within its fifty-move clock, oldest first; first, whether the oldest of them (the root when "
+     "there are none) is the game's first position; history, None or evaluators.encoding.lc0_history of the root "
+     "as 8 x 13 native uint64s (then the leaves have lc0-112 planes)."},
     {"leaf", leaf_new, METH_VARARGS,
-     "leaf(path, code, game_keys): the Leaf reached by the move code from the position of path[-2] (nodes "
+     "leaf(path, code, game): the Leaf reached by the move code from the position of path[-2] (nodes "
      "with a `state` Position from the root on; code -1 with a path of the root alone: the root itself); "
-     "game_keys: the transposition keys of the game's positions before the root within its fifty-move clock, "
-     "as native uint64 bytes (the repetition rule)."},
+     "game: the search's Game (the repetition rules, the history planes)."},
     {"bind_node", bind_node, METH_O,
      "bind_node(cls): the node class whose slots select() reads (prior, moves, priors, children, visits, "
      "value_sum, virtual, visited_policy, terminal)."},
@@ -754,7 +836,7 @@ PyMODINIT_FUNC PyInit__cpuct(void) {
     cb_init();
     for (int byte = 0; byte < 256; byte++)
         for (int file = 0; file < 8; file++) rank_bytes[byte][file] = (char)((byte >> file) & 1);
-    if (PyType_Ready(&PositionType) < 0 || PyType_Ready(&LeafType) < 0) return NULL;
+    if (PyType_Ready(&PositionType) < 0 || PyType_Ready(&LeafType) < 0 || PyType_Ready(&GameType) < 0) return NULL;
     state_name = PyUnicode_InternFromString("state");
     if (!state_name) return NULL;
     static const char *const evaluation_names[4] = {"value", "draw", "moves", "policy"};

@@ -6,6 +6,8 @@
 #define FULL (~(cb_bitboard)0)
 #define RANK_1 0x00000000000000FFULL
 #define RANK_8 0xFF00000000000000ULL
+#define FILE_A 0x0101010101010101ULL
+#define FILE_H 0x8080808080808080ULL
 
 /* evaluators.material / hackmate_core.exchange */
 static const int PIECE_VALUES[7] = {0, 100, 320, 330, 500, 900, 0};
@@ -17,13 +19,14 @@ int cp_result(const cb_position *leaf, int legal_count) {
     return CB_ONGOING;
 }
 
-int cp_repetition(const cb_position *leaf, uint64_t (*key_at)(void *context, int index), void *context, int count,
-                  int tree_plies) {
+int cp_repetition(const cp_line *line) {
+    int tree_plies = line->tree_count - 1, count = line->known + tree_plies;  /* positions before the leaf */
+    const cb_position *leaf = line->tree[tree_plies];
     /* every second position back within the fifty-move clock */
     int reach = leaf->halfmove_clock < count ? leaf->halfmove_clock : count;
     int before_root = 0;
     for (int back = 4; back <= reach; back += 2) {
-        if (key_at(context, count - back) != leaf->key) continue;
+        if (cp_line_at(line, count - back)->key != leaf->key) continue;
         if (back <= tree_plies || ++before_root >= 2) return 1;
     }
     return 0;
@@ -107,24 +110,112 @@ void cp_planes18(const cb_position *p, const cb_move *moves, int count, uint64_t
     }
 }
 
+/* evaluators.encoding._lc0_ep_flag: the en-passant square where a pawn of the side to move stands beside the pawn
+ * that made the double step (any in the game's first position), else -1. */
+static int lc0_ep_flag(const cb_position *p, int first) {
+    if (p->ep_square < 0 || first) return p->ep_square;
+    cb_bitboard target = CB_BIT(p->ep_square), beside = ((target << 1) & ~FILE_A) | ((target >> 1) & ~FILE_H);
+    cb_bitboard from = p->turn == CB_WHITE ? beside >> 8 : beside << 8;
+    return from & p->pieces[CB_PAWN] & p->colors[p->turn] ? p->ep_square : -1;
+}
+
+/* evaluators.encoding._lc0_key of both equal: pieces, side to move, castling rights, en passant. */
+static int lc0_same(const cb_position *a, int a_first, const cb_position *b, int b_first) {
+    for (int type = CB_PAWN; type <= CB_KING; type++)
+        if (a->pieces[type] != b->pieces[type]) return 0;
+    return a->colors[CB_WHITE] == b->colors[CB_WHITE] && a->colors[CB_BLACK] == b->colors[CB_BLACK]
+           && a->turn == b->turn && a->castling == b->castling && lc0_ep_flag(a, a_first) == lc0_ep_flag(b, b_first);
+}
+
+/* evaluators.encoding._lc0_repeated of the line's position at index: the same position with the same side to
+ * move at least four plies back, looking no further than the last capture or pawn move. */
+static int lc0_repeated(const cp_line *line, int index) {
+    const cb_position *position = cp_line_at(line, index);
+    if (position->halfmove_clock < 4) return 0;
+    for (int earlier = index - 4; earlier >= 0; earlier -= 2) {
+        const cb_position *before = cp_line_at(line, earlier);
+        if (before->pieces[0] == position->pieces[0]
+            && lc0_same(before, line->first && earlier == 0, position, line->first && index == 0))
+            return 1;
+        if (before->halfmove_clock < 2) return 0;
+    }
+    return 0;
+}
+
+void cp_lc0_planes(const cp_line *line, const uint64_t root_history[CP_LC0_HISTORY][CP_LC0_BLOCK],
+                   uint64_t out[CP_LC0_PLANES]) {
+    int leaf_index = line->known + line->tree_count - 1, depth = line->tree_count - 1;
+    const cb_position *leaf = line->tree[depth];
+    int us = leaf->turn, ours = us == CB_WHITE ? 0 : 6;
+    for (int back = 0; back < CP_LC0_HISTORY; back++) {
+        uint64_t *block = out + back * CP_LC0_BLOCK;
+        if (back < depth) {  /* below the root: the tree's */
+            const cb_position *p = cp_line_at(line, leaf_index - back);
+            for (int type = CB_PAWN; type <= CB_KING; type++) {
+                block[type - 1] = p->pieces[type] & p->colors[us];
+                block[type + 5] = p->pieces[type] & p->colors[!us];
+            }
+            block[12] = lc0_repeated(line, leaf_index - back) ? FULL : 0;
+        } else {  /* the root and the game before it: White's and Black's, seen by the side to move here */
+            const uint64_t *entry = root_history[back - depth];
+            for (int i = 0; i < 6; i++) {
+                block[i] = entry[ours + i];
+                block[6 + i] = entry[6 - ours + i];
+            }
+            block[12] = entry[12];
+        }
+    }
+    uint64_t *rest = out + CP_LC0_HISTORY * CP_LC0_BLOCK;  /* LC0_CASTLING's order, then the constant planes */
+    rest[0] = has_castling_rights(leaf, us, 0) ? FULL : 0;
+    rest[1] = has_castling_rights(leaf, us, 1) ? FULL : 0;
+    rest[2] = has_castling_rights(leaf, !us, 0) ? FULL : 0;
+    rest[3] = has_castling_rights(leaf, !us, 1) ? FULL : 0;
+    rest[4] = us == CB_BLACK ? FULL : 0;
+    rest[5] = 0;
+    rest[6] = FULL;
+}
+
+/* splitmix64's finaliser: a bijection that spreads every bit of its input */
+static uint64_t mix64(uint64_t x) {
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ULL;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+uint64_t cp_digest(const uint64_t *words, int count) {
+    uint64_t digest = 0x9E3779B97F4A7C15ULL;
+    for (int i = 0; i < count; i++) digest = mix64(digest ^ words[i]) + 0x9E3779B97F4A7C15ULL;
+    return digest;
+}
+
 /* evaluators.moves: the AlphaZero 8x8x73 planes; (rank, file) steps in their order */
 static const int QUEEN_DIRECTIONS[8][2] = {{1, 0}, {1, 1}, {0, 1}, {-1, 1}, {-1, 0}, {-1, -1}, {0, -1}, {1, -1}};
 static const int KNIGHT_DELTAS[8][2] = {{2, 1}, {1, 2}, {-1, 2}, {-2, 1}, {-2, -1}, {-1, -2}, {1, -2}, {2, -1}};
 
 static int sign(int x) { return (x > 0) - (x < 0); }
 
-int cp_policy_slot(const cb_position *p, cb_move move) {
+int cp_policy_slot(const cb_position *p, cb_move move, int conventions) {
     int from = CB_FROM(move), to = CB_TO(move), promotion = CB_PROMOTION(move);
-    if (p->chess960 && (p->pieces[CB_KING] & CB_BIT(from))) {  /* resnet's _policy_move */
+    if (p->pieces[CB_KING] & CB_BIT(from)) {
         int files = (from & 7) - (to & 7);
-        if (files > 1 || files < -1 || (p->pieces[CB_ROOK] & p->colors[p->turn] & CB_BIT(to))) {
-            int king_to = (from & ~7) + (to > from ? 6 : 2);
-            if (king_to != from) to = king_to;
+        if (files > 1 || files < -1 || (p->pieces[CB_ROOK] & p->colors[p->turn] & CB_BIT(to))) {  /* castling */
+            if (conventions & CP_KING_TAKES_ROOK) {
+                if (!p->chess960) to = (from & ~7) + (to > from ? 7 : 0);  /* e1g1 as e1h1 */
+            } else if (p->chess960) {  /* moves._two_square_castling */
+                int king_to = (from & ~7) + (to > from ? 6 : 2);
+                if (king_to != from) to = king_to;
+            }
         }
     }
     if (p->turn == CB_BLACK) {
         from ^= 56;
         to ^= 56;
+    }
+    if (promotion == CB_QUEEN && (conventions & CP_OWN_QUEEN_SLOT)) {  /* moves.queen_promotion_own_slot */
+        int files = (to & 7) - (from & 7), direction = files == 0 ? 0 : files == 1 ? 1 : 7;
+        return (direction * 7 + 1) * 64 + from;
     }
     int dr = (to >> 3) - (from >> 3), df = (to & 7) - (from & 7), plane = 0;
     if (promotion == CB_KNIGHT || promotion == CB_BISHOP || promotion == CB_ROOK) {

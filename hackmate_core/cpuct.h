@@ -6,7 +6,9 @@
  * - whether the side to move mates in one (hackmate_core.rules.mate_in_one, as a yes or no);
  * - the tactical gains of the blend (evaluators.material.tactical_gains, the same double arithmetic);
  * - the planes18 input of the network as 17 unflipped bitboards (evaluators.encoding.unflipped_bitboards);
- * - the policy slot of each move (evaluators.moves.move_to_index, Chess960 castling as resnet's _policy_move).
+ * - the lc0-112 input as 111 unflipped bitboards (evaluators.encoding.lc0_bitboards), the history from the leaf's
+ *   line: the tree's positions, and above the root what the search hands over (evaluators.encoding.lc0_history);
+ * - the policy slot of each move under a network's conventions (evaluators.moves.PolicySlots).
  */
 #ifndef HACKMATE_CPUCT_H
 #define HACKMATE_CPUCT_H
@@ -15,14 +17,34 @@
 
 /* Bitboards of the planes18 encoding before the flip for Black. */
 #define CP_PLANES18 17
+/* lc0-112: positions of history, bitboards of each (White's pawns to king, Black's, the repetition plane) as
+ * evaluators.encoding.lc0_history gives them, and the binary planes before the flip for Black. */
+#define CP_LC0_HISTORY 8
+#define CP_LC0_BLOCK 13
+#define CP_LC0_PLANES 111
+/* PolicySlots' conventions, as flags: castling as the king taking its rook, a queen promotion in a slot of its own. */
+#define CP_KING_TAKES_ROOK 1
+#define CP_OWN_QUEEN_SLOT 2
+
+/* A leaf's line: the game's positions in order, the first known of them before the search's root (index 0 the
+ * game's first position when first is set), then the tree's from the root (tree[0]) to the leaf (the last). */
+typedef struct {
+    const cb_position *game;
+    int known;
+    const cb_position *const *tree;
+    int tree_count;
+    int first;
+} cp_line;
+
+static inline const cb_position *cp_line_at(const cp_line *line, int index) {
+    return index < line->known ? &line->game[index] : line->tree[index - line->known];
+}
 
 /* game_result but for repetitions: CB_CHECKMATED, CB_DRAWN (stalemate, fifty moves, insufficient material) or
  * CB_ONGOING. */
 int cp_result(const cb_position *leaf, int legal_count);
-/* repetition_draw: key_at(context, i) is the transposition key of the i-th of the count positions before the leaf
- * in game order (the last one its parent's), the last tree_plies of them inside the search tree. */
-int cp_repetition(const cb_position *leaf, uint64_t (*key_at)(void *context, int index), void *context, int count,
-                  int tree_plies);
+/* repetition_draw of the line's last position (the leaf), the moves from the root on played inside the tree. */
+int cp_repetition(const cp_line *line);
 /* Whether one of the legal moves checkmates. */
 int cp_mate_in_one(const cb_position *position, const cb_move *moves, int count);
 /* tactical_gains' first list: each move's gain in centipawns (a check earns 150). */
@@ -32,7 +54,14 @@ void cp_tactical_gains(const cb_position *position, const cb_move *moves, int co
 void cp_gain_weights(const double *gains, int count, double temperature, double *weights);
 /* unflipped_bitboards: ours P..K, theirs P..K, four castling planes, the legal en-passant square. */
 void cp_planes18(const cb_position *position, const cb_move *moves, int count, uint64_t out[CP_PLANES18]);
-/* The policy slot (0..4671) of a legal move. */
-int cp_policy_slot(const cb_position *position, cb_move move);
+/* lc0_bitboards of the line's leaf: the tree's positions below the root from the line, the root's and the seven
+ * before it from root_history (evaluators.encoding.lc0_history of the root, the root's first). */
+void cp_lc0_planes(const cp_line *line, const uint64_t root_history[CP_LC0_HISTORY][CP_LC0_BLOCK],
+                   uint64_t out[CP_LC0_PLANES]);
+/* A 64-bit digest of count words (a cache key of bitboards; equal words, equal digests). */
+uint64_t cp_digest(const uint64_t *words, int count);
+/* The policy slot (0..4671) of a legal move under the conventions (CP_KING_TAKES_ROOK | CP_OWN_QUEEN_SLOT, or 0:
+ * the king's two-square step in Chess960 too, queen promotions in the push's slot). */
+int cp_policy_slot(const cb_position *position, cb_move move, int conventions);
 
 #endif

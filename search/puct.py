@@ -22,9 +22,11 @@ no minibatch is sent that would likely come back after the hard deadline
 On the compiled path (:mod:`hackmate_core.compiled`, with ``hackmate_core._cpuct`` built) a node keeps a
 compiled position instead, and one C call per leaf makes its move, generates its moves, applies the rules
 and finds a mate in one; the evaluator's ``prepare_leaf`` takes the cache key, tactical gains, input
-bitboards and policy slots from it, computed in C the way the Python computes them, so that both paths
-build the same tree. Evaluators that cannot take such a leaf (a history encoding, a plugin) keep the
-python-chess path, as do positions the compiled board refuses. Selection, expansion and backup run in C
+planes and policy slots from it, computed in C the way the Python computes them, so that both paths
+build the same tree. What a leaf needs from the game before the root (the keys of the repetition rule, and
+for an encoding with history the root's history from the evaluator's ``leaf_history``) is handed to C
+once per search. Evaluators that cannot take such a leaf (a plugin) keep the python-chess path, as do
+positions the compiled board refuses. Selection, expansion and backup run in C
 too (over these Python nodes, with the same arithmetic) wherever the module is loaded; with compiled
 leaves a minibatch comes back in one C call (``settle``: virtual loss off, expansions and backups).
 
@@ -193,10 +195,10 @@ class PuctSearch(Search):
         #: Seconds per position from sending a batch to its result (a moving average): no batch is sent that
         #: would come back after the hard deadline.
         self.network_seconds = 0.0
-        #: Whether the tree's positions are compiled ones (the leaves are made in C), and for those the keys of the
-        #: game's positions before the root that the repetition rule can reach.
+        #: Whether the tree's positions are compiled ones (the leaves are made in C), and for those what the leaves
+        #: take from the game before the root (a hackmate_core._cpuct.Game).
         self.compiled_tree = False
-        self._game_keys = b""
+        self._game: Any = None
 
     # ---------------------------------------------------------------- memory
 
@@ -258,7 +260,7 @@ class PuctSearch(Search):
         compiled_root = self._compiled_root(board)
         root = self._reuse_tree(board, compiled_root is not None)
         if compiled_root is not None:
-            root.state, self._game_keys = compiled_root  # where every walk down the tree starts
+            root.state, self._game = compiled_root  # where every walk down the tree starts
         else:
             root.state = BoardState(board)
         moves = legal_moves(board)  # the root is evaluated with every legal move: evaluations are cached by position
@@ -320,27 +322,30 @@ class PuctSearch(Search):
         ponder = self._best_child(best) if best.children else None
         return SearchResult(best.move, ponder.move if ponder is not None else None)
 
-    def _compiled_root(self, board: chess.Board) -> Optional[tuple[Any, bytes]]:
-        """The root's compiled position and the keys of the game's positions before it within its fifty-move
-        clock, when the leaves can be made in C (the compiled path is in use, the evaluator takes compiled leaves
-        and the compiled board takes the position and its history); else None."""
+    def _compiled_root(self, board: chess.Board) -> Optional[tuple[Any, Any]]:
+        """The root's compiled position and the Game of its leaves (the game's positions before it within its
+        fifty-move clock, and the evaluator's :meth:`~evaluators.base.Evaluator.leaf_history`), when the leaves can
+        be made in C (the compiled path is in use, the evaluator takes compiled leaves and the compiled board takes
+        the position and its history); else None."""
         if _cpuct is None or not self.evaluator.takes_leaves() or type(board) is not chess.Board:
             return None
-        back = min(board.halfmove_clock, len(board.move_stack), 100)  # a leaf with a clock of 100 is drawn anyway
+        # a leaf with a clock of 100 is drawn anyway; the repetition planes of the tree's positions (each with a
+        # clock under 100) look no further back either
+        back = min(board.halfmove_clock, len(board.move_stack), 100)
         earlier = board.copy(stack=back)
         for _ in range(back):
             earlier.pop()
         try:
             position = _compiled_position(earlier)
-            keys = array("Q")
+            before = []
             for move in board.move_stack[len(board.move_stack) - back:]:
-                keys.append(position.key)
+                before.append(position)
                 position = position.make(move_code(move))
             if position.state() != _compiled_position(board).state():
                 return None
         except ValueError:  # a position the compiled board does not take, a null move
             return None
-        return position, keys.tobytes()
+        return position, _cpuct.game(before, back == len(board.move_stack), self.evaluator.leaf_history(board))
 
     def _reuse_tree(self, board: chess.Board, compiled_tree: bool) -> Node:
         """Find the new root among the old tree's grandchildren (our move + their reply); a tree of the other
@@ -482,7 +487,7 @@ class PuctSearch(Search):
         """:meth:`_prepare_on_board` with the leaf made by the compiled board: one C call makes the move on the
         parent's position, generates the moves and applies the rules; the evaluator takes what it needs from it."""
         node = path[-1]
-        leaf = _cpuct.leaf(path, move_code(node.move) if len(path) > 1 else -1, self._game_keys)  # type: ignore
+        leaf = _cpuct.leaf(path, move_code(node.move) if len(path) > 1 else -1, self._game)  # type: ignore
         terminal = self._leaf_terminal(leaf)
         if terminal is not None:
             self._settle_terminal(path, terminal)

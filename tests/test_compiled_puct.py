@@ -58,12 +58,17 @@ def root_node(board: chess.Board) -> Node:
     return node
 
 
+def no_game():
+    """A Game of no positions before the root and no history."""
+    return puct._cpuct.game([], True, None)
+
+
 @needs_compiled
 def test_a_leaf_agrees_with_the_python_rules_and_heuristics():
     checked = 0
     for board in random_boards(1500, seed=3):
         moves = legal_moves(board)
-        leaf = puct._cpuct.leaf([root_node(board)], -1, b"")
+        leaf = puct._cpuct.leaf([root_node(board)], -1, no_game())
         assert leaf.moves == [move_code(move) for move in moves], board.fen()
         assert leaf.result == game_result(board, moves, 0)
         assert leaf.mate_in_one == (mate_in_one(board, moves) is not None)
@@ -72,7 +77,7 @@ def test_a_leaf_agrees_with_the_python_rules_and_heuristics():
         black = np.array([board.turn == chess.BLACK])
         planes = unpack_unflipped(np.array([unflipped_bitboards(board)], dtype=np.uint64), black)
         assert leaf.planes == planes.astype(np.uint8).tobytes()  # what collate unpacks, one byte a square
-        assert (np.frombuffer(leaf.slots, dtype=np.int16).tolist()
+        assert (np.frombuffer(leaf.slots(False, False), dtype=np.int16).tolist()
                 == [PolicySlots().slot(board, move) for move in moves])
         assert leaf.rule50 == board.halfmove_clock
         assert leaf.board().fen() == board.fen()
@@ -89,14 +94,14 @@ def test_a_leaf_applies_the_repetition_policy_to_the_game_and_the_tree():
         game = chess.Board()
         for uci in (shuffle * 3)[:plies_before_root]:
             game.push_uci(uci)
-        position, keys = search._compiled_root(game)
+        position, leaves_game = search._compiled_root(game)
         path, board = [Node(None, 1.0)], game.copy()
         path[0].state = position
         for uci in (shuffle * 3)[plies_before_root:plies_before_root + 6]:
             move = chess.Move.from_uci(uci)
             node = Node(move, 0.0)
             path.append(node)
-            leaf = puct._cpuct.leaf(path, move_code(move), keys)
+            leaf = puct._cpuct.leaf(path, move_code(move), leaves_game)
             board.push(move)
             assert leaf.result == game_result(board, legal_moves(board), len(path) - 1), (plies_before_root, uci)
             node.state = leaf.state
@@ -161,19 +166,27 @@ def test_the_compiled_calls_refuse_bad_input():
     root = root_node(chess.Board())
     e4 = move_code(chess.Move.from_uci("e2e4"))
     with pytest.raises(ValueError):
-        cpuct.leaf([root, Node(None, 0.0)], move_code(chess.Move.from_uci("e2e5")), b"")  # not a legal move
-    with pytest.raises(ValueError):
-        cpuct.leaf([root], -1, b"1234")  # keys are whole uint64s
+        cpuct.leaf([root, Node(None, 0.0)], move_code(chess.Move.from_uci("e2e5")), no_game())  # not a legal move
     with pytest.raises(TypeError):
-        cpuct.leaf([Node(None, 1.0), Node(None, 0.0)], e4, b"")  # a node without a compiled position
+        cpuct.leaf([root], -1, b"")  # a game is a Game
+    with pytest.raises(ValueError):
+        cpuct.game([], True, b"1234")  # the history is 8 x 13 uint64s
+    with pytest.raises(TypeError):
+        cpuct.game([object()], True, None)  # positions are Positions
+    with pytest.raises(ValueError):
+        cpuct.leaf([root], -1, no_game()).lc0_planes  # a game without history has no lc0-112 planes
+    with pytest.raises(TypeError):
+        cpuct.leaf([root], -1, no_game()).slots(True)  # both conventions
+    with pytest.raises(TypeError):
+        cpuct.leaf([Node(None, 1.0), Node(None, 0.0)], e4, no_game())  # a node without a compiled position
     with pytest.raises(ValueError):
         cpuct.position(*([0] * 6), 1 << 4, 1 << 60, True, 0, -1, 0, 1, False)  # no kings
     with pytest.raises(ValueError):
         cpuct.position(0, 0, 0, 0, 0, 1 << 4 | 1 << 60, 1 << 4, 1 << 60, True, 0, 70, 0, 1, False)  # ep off the board
     with pytest.raises(ValueError):
-        cpuct.leaf([root], -1, b"").state.make(0)
+        cpuct.leaf([root], -1, no_game()).state.make(0)
     with pytest.raises(TypeError):
-        cpuct.leaf([root], -1, b"").gain_weights("150")  # the temperature is a number
+        cpuct.leaf([root], -1, no_game()).gain_weights("150")  # the temperature is a number
     with pytest.raises(TypeError):
         cpuct.select(object(), False, 2.0, 0.3, lambda node, index: node)
     with pytest.raises(TypeError):

@@ -270,7 +270,7 @@ def test_a_conversion_is_made_once_and_keyed_by_content(tmp_path, cache_dir, mon
 
 def test_a_leela_network_runs_alone_without_an_int8_copy(tmp_path):
     evaluator = ResNetEvaluator(good_file(tmp_path))
-    assert not evaluator.runs_int8 and not evaluator.takes_leaves()
+    assert not evaluator.runs_int8 and evaluator.takes_leaves()
     assert ("Precision mixed: good.pb.gz is a Leela network, converted without an int8 copy; good.pb.gz runs alone"
             in evaluator.notices())
 
