@@ -1,6 +1,6 @@
 """The compiled core, optional C extensions (everything else is in pyproject.toml): the chess board
-(hackmate_core._cboard), alpha-beta for the material and pst evaluations (_calphabeta) and PUCT's per-leaf work
-(_cpuct).
+(hackmate_core._cboard), alpha-beta for the material and pst evaluations (_calphabeta), PUCT's per-leaf work
+(_cpuct) and the DeepChess comparator with its comparison search (_ccomparison).
 
 Without a C compiler the build goes on without them and the engine runs on the pure-Python path
 (hackmate_core.compiled says why).
@@ -25,6 +25,15 @@ setup(ext_modules=[Extension(
     sources=["hackmate_core/_cpuct.c", "hackmate_core/cpuct.c", "hackmate_core/cboard.c"],
     depends=["hackmate_core/cpuct.h", "hackmate_core/cboard.h", "hackmate_core/polyglot_keys.h"],
     # no fused multiply-add: the tactical gains must round as Python's arithmetic does (MSVC does not fuse)
+    extra_compile_args=[] if sys.platform == "win32" else ["-ffp-contract=off"],
+    optional=True,
+), Extension(
+    "hackmate_core._ccomparison",  # search/comparison.py's search with evaluators/comparator.py's network
+    sources=["hackmate_core/_ccomparison.c", "hackmate_core/ccomp.c", "hackmate_core/ccsearch.c",
+             "hackmate_core/cboard.c"],
+    depends=["hackmate_core/ccomp.h", "hackmate_core/ccsearch.h", "hackmate_core/cboard.h",
+             "hackmate_core/polyglot_keys.h"],
+    # no fused multiply-add: the network must round as numpy does, product by product
     extra_compile_args=[] if sys.platform == "win32" else ["-ffp-contract=off"],
     optional=True,
 )])

@@ -25,8 +25,10 @@ from evaluators.base import unwrap
 from evaluators.comparator import ComparatorEvaluator
 from evaluators.onnx_model import KIND_KEY, open_session
 from evaluators.resnet import ResNetEvaluator
+from hackmate_core import compiled
 from hackmate_core.options import OptionError
 from search.base import SearchControl
+from search.comparison import ComparisonSearch
 from search.puct import PuctSearch
 
 #: A spread of openings, middlegames and endgames (the first ones of Stockfish's bench set).
@@ -109,6 +111,9 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
         if batches:
             out(f"info string {search_name} nodes/second {nps} = {100 * nps / best:.0f}% of the best raw "
                 f"throughput")
+    if isinstance(search, ComparisonSearch):  # which of its two paths searched
+        out("info string comparison search: " + ("compiled (hackmate_core._ccomparison)" if search.searched_compiled
+                                                 else f"Python ({compiled.why_not or 'a comparator C does not compute'})"))
     if isinstance(network, ComparatorEvaluator):
         for incremental in (True, False):
             out(f"info string comparator features/second {'with' if incremental else 'without'} incremental "

@@ -178,6 +178,10 @@ static cb_bitboard piece_attacks(const cb_position *p, int square) {
     return attacks;
 }
 
+cb_bitboard cb_attackers(const cb_position *p, int color, int square, cb_bitboard occupied) {
+    return attackers_mask(p, color, square, occupied);
+}
+
 cb_bitboard cb_checkers(const cb_position *p) {
     cb_bitboard king = p->colors[p->turn] & p->pieces[CB_KING];
     return king ? attackers_mask(p, !p->turn, msb(king), p->pieces[0]) : 0;

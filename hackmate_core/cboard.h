@@ -89,6 +89,8 @@ int cb_legal_moves(const cb_position *position, cb_move *moves);
 void cb_make(cb_position *position, cb_move move, int with_keys);
 /* The pieces giving check to the side to move. */
 cb_bitboard cb_checkers(const cb_position *position);
+/* chess.Board.attackers_mask: the pieces of color that attack square, sliders blocked by occupied. */
+cb_bitboard cb_attackers(const cb_position *position, int color, int square, cb_bitboard occupied);
 /* python-chess's insufficient material for both sides (neither can mate). */
 int cb_insufficient_material(const cb_position *position);
 /* chess.polyglot.zobrist_hash: base_key, king- and queen-side castling rights, and the en-passant file when

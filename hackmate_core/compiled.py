@@ -25,7 +25,7 @@ PURE_PYTHON_VARIABLE = "HACKMATE_PURE_PYTHON"
 #: The compiled parts, by module name: what each is, and the API_VERSION this code was written against (a build of
 #: older sources is not used).
 EXTENSIONS = {"_cboard": ("the compiled board", 1), "_calphabeta": ("the compiled alpha-beta search", 1),
-              "_cpuct": ("the compiled PUCT leaves", 7)}
+              "_cpuct": ("the compiled PUCT leaves", 7), "_ccomparison": ("the compiled comparison search", 1)}
 #: Whether the environment asks for the pure-Python path (then its use is no fallback).
 FORCED_PURE_PYTHON = os.environ.get(PURE_PYTHON_VARIABLE, "") not in ("", "0")
 #: What rebuilds them.
@@ -52,12 +52,15 @@ def _load(name: str) -> tuple[Optional[ModuleType], Optional[str]]:
 cboard, _board_problem = _load("_cboard")
 #: True when the compiled path is in use.
 ACTIVE = cboard is not None
-#: ``hackmate_core._calphabeta`` and ``hackmate_core._cpuct`` (built with the board), or None: alpha-beta then
-#: searches in Python, PUCT makes its leaves with python-chess.
+#: ``hackmate_core._calphabeta``, ``hackmate_core._cpuct`` and ``hackmate_core._ccomparison`` (built with the
+#: board), or None: alpha-beta then searches in Python, PUCT makes its leaves with python-chess, the DeepChess
+#: comparator and its comparison search run in numpy and Python.
 calphabeta, _alphabeta_problem = _load("_calphabeta") if ACTIVE else (None, None)
 cpuct, _puct_problem = _load("_cpuct") if ACTIVE else (None, None)
+ccomparison, _comparison_problem = _load("_ccomparison") if ACTIVE else (None, None)
 #: Why a compiled part is not in use (the engine says it once as an ``info string``), or None when all are.
-why_not = _board_problem or "; ".join(problem for problem in (_alphabeta_problem, _puct_problem) if problem) or None
+why_not = _board_problem or "; ".join(
+    problem for problem in (_alphabeta_problem, _puct_problem, _comparison_problem) if problem) or None
 
 
 def move_code(move: chess.Move) -> int:

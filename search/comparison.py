@@ -17,11 +17,17 @@ one more ply when the side to move is in check (CheckExtension), late quiet
 moves a ply shallower unless that finds a better leaf (LateMoveReductions),
 and captures resolved before a leaf is judged (Quiescence).
 
-The comparator reads a python-chess board, which the search therefore
-pushes; where the compiled board is built (hackmate_core.compiled) a copy of
-it follows the same moves and answers the rules instead: legal moves, checks
-and the end of the game, a fifth of the search's time when python-chess
-answered them (docs/compiled-core.md).
+With the shipped network (evaluators.comparator.ComparatorEvaluator) and the
+compiled core built, each iteration runs in C (hackmate_core._ccomparison, see
+ccsearch.h): the same search node for node, on the compiled board, with the
+network's exact arithmetic and a table of every position's features. This
+module keeps iterative deepening, the stoppers, the tablebases' answers and
+the reports on both paths. Otherwise (another comparator, a position the
+compiled board does not take, HACKMATE_PURE_PYTHON=1) the search runs here:
+the comparator reads a python-chess board, which the search therefore pushes;
+where the compiled board is built a copy of it follows the same moves and
+answers the rules instead: legal moves, checks and the end of the game
+(docs/compiled-core.md).
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ from typing import Any, Callable, Hashable, Iterable, Optional
 import chess
 import numpy as np
 
-from evaluators.base import Comparator
+from evaluators.base import Comparator, unwrap
+from evaluators.comparator import ComparatorEvaluator
 from hackmate_core import compiled
 from hackmate_core.compiled import code_move, move_code
 from hackmate_core.boards import transposition_key
@@ -40,6 +47,7 @@ from hackmate_core.options import Option
 from hackmate_core.exchange import keeps_material, mvv_lva
 from hackmate_core.rules import game_result, legal_moves
 from hackmate_core.score import mated_score, mating_score, q_to_cp, q_to_wdl, score_wdl, tablebase_score
+from search.alphabeta import _tablebase_probe
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
 from search.stoppers import Progress
 
@@ -54,6 +62,12 @@ REDUCTION_MIN_DEPTH = 3
 ORDERINGS = ("captures+comparator", "comparator", "captures")
 #: Rough memory of one best-move table entry (an OrderedDict slot, its key: a tuple of bitboards, a move).
 BEST_MOVE_BYTES = 500
+#: The compiled search's table of features takes this share of the search's Hash (its best-move table, of the
+#: same capacity as the Python one, takes far less memory than that one's estimate), up to FEATURE_TABLE_MB: a
+#: table that fits the processor's last-level cache answers at once, a larger one waits for memory at each look-up
+#: and costs more than its extra hits save.
+FEATURE_SHARE = 1 / 3
+FEATURE_TABLE_MB = 8
 
 #: A child searched with these bounds (alpha_pos, beta_pos) and remaining depth.
 ChildSearch = Callable[["Leaf", "Leaf", Optional[np.ndarray], int], "Leaf"]
@@ -113,15 +127,25 @@ class ComparisonSearch(Search):
         self.root_allowed: Optional[set[chess.Move]] = None
         #: The compiled board following the searched python-chess board, None on the pure-Python path.
         self.cboard: Any = None
+        #: The compiled search and its tables, made at its first use (None: not yet, or searching in Python).
+        self.searcher: Any = None
+        #: Whether the last search ran compiled.
+        self.searched_compiled = False
 
     def set_hash(self, megabytes: float) -> None:
         super().set_hash(megabytes)
         self.best_moves.resize(megabytes)
+        if self.searcher is not None:
+            self.searcher.resize(self.best_moves.capacity, self._feature_table_mb())
 
     def new_game(self) -> None:
         self.best_moves.clear()
+        if self.searcher is not None:
+            self.searcher.clear()
 
     def hashfull(self) -> int:
+        if self.searched_compiled and self.searcher is not None:
+            return self.searcher.hashfull()
         return self.comparator.hashfull()
 
     # ---------------------------------------------------------- comparing
@@ -160,24 +184,33 @@ class ComparisonSearch(Search):
 
     def search(self, board: chess.Board, control: SearchControl, report: Reporter) -> SearchResult:
         board = board.copy()
-        self.cboard = self._compiled_board(board)
-        try:
-            return self._deepen(board, control, report)
-        finally:
-            self.cboard = None  # it followed this search's board only
-
-    def _deepen(self, board: chess.Board, control: SearchControl, report: Reporter) -> SearchResult:
-        """Iterative deepening from ``board``, the search's own copy."""
         self.control = control
         self.nodes = 0
-        self.comparator.reset(chess.Board())
-        self.even = self.comparator.features(chess.Board())
-        self.comparator.reset(board)
-        root_features = self.comparator.features(board)
         moves = self.root_moves(board, control).moves
         if not moves:
             return SearchResult(None)
         self.root_allowed = set(moves) if len(moves) < board.legal_moves.count() else None
+        self.comparator.reset(chess.Board())
+        self.even = self.comparator.features(chess.Board())
+        self.comparator.reset(board)
+        root_features = self.comparator.features(board)
+        searcher = self._start_compiled(board, moves)
+        self.searched_compiled = searcher is not None
+        if searcher is not None:
+            return self._deepen(board, moves, root_features, lambda depth: self._compiled_iteration(searcher, depth),
+                                report)
+        self.cboard = self._compiled_board(board)
+        try:
+            return self._deepen(board, moves, root_features, lambda depth: self._alphabeta(
+                board, depth, 0, Leaf(None, bound=-1), Leaf(None, bound=1), root_features), report)
+        finally:
+            self.cboard = None  # it followed this search's board only
+
+    def _deepen(self, board: chess.Board, moves: list[chess.Move], root_features: np.ndarray,
+                iteration: Callable[[int], Leaf], report: Reporter) -> SearchResult:
+        """Iterative deepening from ``board``, each iteration the root's best leaf at that depth from
+        ``iteration`` (SearchStopped: stopped, ``root_first`` and ``root_best`` say how far it got)."""
+        control = self.control
         best: Optional[Leaf] = None
         white = board.turn == chess.WHITE
         for depth in range(1, MAX_PLY + 1):
@@ -185,7 +218,7 @@ class ComparisonSearch(Search):
             self.iteration_depth = depth
             self.root_first = self.root_best = None
             try:
-                leaf = self._alphabeta(board, depth, 0, Leaf(None, bound=-1), Leaf(None, bound=1), root_features)
+                leaf = iteration(depth)
             except SearchStopped:
                 # a stopped iteration that finished the last one's move first knows better, as far as it went
                 if best is not None and self.root_best is not None and self.root_first == best.pv[0]:
@@ -201,6 +234,71 @@ class ComparisonSearch(Search):
         if best is None or not best.pv:
             return SearchResult(moves[0])
         return SearchResult(best.pv[0], best.pv[1] if len(best.pv) > 1 else None)
+
+    # ------------------------------------------------------------- compiled
+
+    def _start_compiled(self, board: chess.Board, moves: list[chess.Move]) -> Any:
+        """The compiled search, started on ``board``, when the comparator is the network it computes and the
+        position one the compiled board takes, else None."""
+        network = self._compiled_network()
+        if network is None or compiled.cboard is None:
+            return None
+        try:
+            root = compiled.cboard.Board.from_board(board)
+        except ValueError:  # a position the compiled board does not take
+            return None
+        if self.searcher is None or self.searcher.network is not network:
+            self.searcher = compiled.ccomparison.Searcher(network, self.best_moves.capacity,
+                                                          self._feature_table_mb())
+        tablebase = self.tablebase
+        self.searcher.start(root.state(), root.chess960, self._history_keys(root),
+                            None if self.root_allowed is None else [move_code(move) for move in moves],
+                            tablebase.max_pieces if tablebase is not None else 0)
+        return self.searcher
+
+    def _feature_table_mb(self) -> float:
+        return min(self.hash_mb * FEATURE_SHARE, FEATURE_TABLE_MB)
+
+    def _compiled_network(self) -> Any:
+        """The comparator's network in C, when the comparator is the network that C computes exactly."""
+        inner = unwrap(self.comparator)
+        return inner.compiled if type(inner) is ComparatorEvaluator else None
+
+    @staticmethod
+    def _history_keys(root: Any) -> list[int]:
+        """Transposition keys of the game's positions before ``root`` (a compiled board with the game's moves)
+        since the last irreversible move, oldest first: what repetitions are found in."""
+        replay = root.copy()
+        keys = []
+        for _ in range(min(replay.halfmove_clock, replay.ply)):
+            replay.pop()
+            keys.append(replay.key)
+        keys.reverse()
+        return keys
+
+    def _compiled_iteration(self, searcher: Any, depth: int) -> Leaf:
+        """One iteration in C at ``depth``, with the options as they are now."""
+        options = (self.quiescence, ORDERINGS.index(self.move_ordering), self.hash_move, self.check_extension,
+                   self.late_move_reductions)
+        tablebase = self.tablebase
+        try:
+            result = searcher.search(depth, options, self.control.stopped,
+                                     None if tablebase is None else _tablebase_probe(tablebase))
+        finally:
+            self.nodes, self.seldepth = searcher.nodes, searcher.seldepth
+        if result is None:
+            first, best = searcher.root_first, searcher.root_best()
+            self.root_first = None if first is None else code_move(first)
+            self.root_best = None if best is None else self._compiled_leaf(best)
+            raise SearchStopped
+        return self._compiled_leaf(result)
+
+    @staticmethod
+    def _compiled_leaf(leaf: tuple) -> Leaf:
+        """A leaf of the compiled search: (bound, mate_ply, draw, tablebase_ply, features bytes or None, pv)."""
+        bound, mate_ply, draw, tablebase_ply, features, pv = leaf
+        return Leaf(None if features is None else np.frombuffer(features, np.float32).reshape(2, -1), mate_ply,
+                    draw, tuple(code_move(code) for code in pv), bound, tablebase_ply)
 
     @staticmethod
     def _compiled_board(board: chess.Board) -> Any:
@@ -306,47 +404,62 @@ class ComparisonSearch(Search):
         if in_check and self.check_extension and ply > 0 and ply + depth < 2 * self.iteration_depth:
             depth += 1
         key = transposition_key(board)  # exact: hash() would merge positions (evaluators/cache.py)
-        ordered, child_features = self._ordered(board, moves, key, features)
+        ordered, ready = self._ordered(board, moves, key)
+        child_features: list[Optional[np.ndarray]] = [None] * len(ordered)
+
+        def finish_order() -> None:
+            child_features[ready:] = self._finish_order(board, ordered, ready, features)
+
         reducible = self.late_move_reductions and depth >= REDUCTION_MIN_DEPTH and not in_check
         best = self._expand(board, ordered, child_features, alpha, beta, None, reducible, depth,
-                            lambda a, b, f, d: self._alphabeta(board, d, ply + 1, a, b, f), at_root=ply == 0)
+                            lambda a, b, f, d: self._alphabeta(board, d, ply + 1, a, b, f), at_root=ply == 0,
+                            unordered=(ready, finish_order))
         if best.pv:
             self.best_moves.put(key, best.pv[0])
         return best
 
-    def _ordered(self, board: chess.Board, moves: list[chess.Move], key: Hashable, features: Optional[np.ndarray]
-                 ) -> tuple[list[chess.Move], Optional[list[np.ndarray]]]:
-        """The moves best first, and the features of each child when the comparator ordered them.
+    def _ordered(self, board: chess.Board, moves: list[chess.Move], key: Hashable) -> tuple[list[chess.Move], int]:
+        """The moves best first, the first ``ready`` of them (the second value) in their final places.
 
-        The stored best move comes first. The comparator orders by how much it
-        prefers each child to the position itself: one batched comparison with
-        the same reference for all children. ``captures+comparator`` puts the
-        captures that do not lose material first (most valuable victim first),
-        ``captures`` all captures that way and the quiet moves as generated.
+        The stored best move comes first. ``captures+comparator`` puts next the
+        captures that do not lose material (most valuable victim first), above
+        every move the comparator orders, whose keys are probabilities (at most
+        1); ``captures`` puts all captures first that way and leaves the quiet
+        moves as generated. The comparator orders the other moves
+        (:meth:`_finish_order`) when the search gets to them, which a cut-off
+        on one of the first often spares: a stable sort, so the order is the
+        one all keys known at once would give.
         """
         hash_move = self.best_moves.get(key) if self.hash_move else None
         ordering = self.move_ordering  # read once: the UCI thread may change it during a search
-        if ordering == "captures":
-            def key_of(move: chess.Move) -> int:
-                if move == hash_move:
-                    return 1000
-                if board.is_capture(move):
-                    return 100 + mvv_lva(board, move)
-                return 0
-            return sorted(moves, key=key_of, reverse=True), None
-        children = self.comparator.child_features(board, moves)
+
+        def key_of(move: chess.Move) -> float:
+            if ordering == "captures":
+                return 1000 if move == hash_move else 100 + mvv_lva(board, move) if board.is_capture(move) else 0
+            if move == hash_move:
+                return 3.0
+            if ordering == "captures+comparator" and board.is_capture(move) and keeps_material(board, move):
+                return 1.0 + mvv_lva(board, move) / 100  # above every quiet move (at most 1)
+            return 0.0  # ordered by the comparator later
+        keys = [key_of(move) for move in moves]
+        order = sorted(range(len(moves)), key=keys.__getitem__, reverse=True)
+        ready = len(moves) if ordering == "captures" else sum(1 for value in keys if value > 0)
+        return [moves[i] for i in order], ready
+
+    def _finish_order(self, board: chess.Board, moves: list[chess.Move], ready: int,
+                      features: Optional[np.ndarray]) -> list[np.ndarray]:
+        """Puts ``moves[ready:]`` in order by how much the comparator prefers each child to the position itself
+        (``features``, when the parent has them): one batched comparison with the same reference for all children,
+        ties as generated. Returns the features of those children, in that order."""
+        rest = moves[ready:]
+        children = self.comparator.child_features(board, rest)
         parent = features if features is not None else self.comparator.features(board)
         preference = np.asarray(self.comparator.prefers_first_many(children, parent), dtype=np.float64)
         if board.turn == chess.BLACK:
             preference = 1.0 - preference
-        if ordering == "captures+comparator":
-            for index, move in enumerate(moves):
-                if board.is_capture(move) and keeps_material(board, move):
-                    preference[index] = 1.0 + mvv_lva(board, move) / 100  # above every quiet move (at most 1)
-        if hash_move is not None and hash_move in moves:
-            preference[moves.index(hash_move)] = 3.0
         order = np.argsort(-preference, kind="stable").tolist()
-        return [moves[i] for i in order], [children[i] for i in order]
+        moves[ready:] = [rest[i] for i in order]
+        return [children[i] for i in order]
 
     def _quiescence(self, board: chess.Board, ply: int, qply: int, alpha: Leaf, beta: Leaf,
                     features: Optional[np.ndarray] = None) -> Leaf:
@@ -394,9 +507,10 @@ class ComparisonSearch(Search):
                 for code in self.cboard.legal_moves()
                 if them >> (code >> 6 & 63) & 1 or (code >> 6 & 63) == en_passant and pawns >> (code & 63) & 1]
 
-    def _expand(self, board: chess.Board, moves: list[chess.Move], child_features: Optional[list[np.ndarray]],
-                alpha: Leaf, beta: Leaf, best: Optional[Leaf], reducible: bool, depth: int,
-                child: ChildSearch, at_root: bool = False) -> Leaf:
+    def _expand(self, board: chess.Board, moves: list[chess.Move],
+                child_features: Optional[list[Optional[np.ndarray]]], alpha: Leaf, beta: Leaf, best: Optional[Leaf],
+                reducible: bool, depth: int, child: ChildSearch, at_root: bool = False,
+                unordered: Optional[tuple[int, Callable[[], None]]] = None) -> Leaf:
         """Search ``moves`` with ``child``, keeping the side to move's best leaf.
 
         ``best`` is a stand-pat leaf (quiescence, the bounds already narrowed
@@ -405,9 +519,15 @@ class ComparisonSearch(Search):
         With ``reducible``, the late quiet moves are searched a ply shallower
         first and again at full depth only when that finds a leaf better than
         the best. ``at_root`` keeps the best so far for a stopped iteration.
+        ``unordered`` (index, function): the function puts the moves from that
+        index on in order, and their features in ``child_features``, once the
+        search gets there.
         """
         white = board.turn == chess.WHITE
-        for index, move in enumerate(moves):
+        for index in range(len(moves)):
+            if unordered is not None and index == unordered[0]:
+                unordered[1]()
+            move = moves[index]
             features = child_features[index] if child_features is not None else None
             reduce = (reducible and index >= FULL_DEPTH_MOVES and move.promotion is None
                       and not board.is_capture(move))

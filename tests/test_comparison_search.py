@@ -1,24 +1,30 @@
 """The comparison search's move ordering, best-move table, check extension, node budget and `stop`,
-with a transparent comparator (material) and with the shipped network."""
+with a transparent comparator (material) and with the shipped network; the comparator's weights file refused
+when it is not one. tests/test_compiled_comparison.py checks that the compiled path searches the same nodes."""
 
 from __future__ import annotations
 
 import math
+import shutil
 import threading
-import time
+from pathlib import Path
+from typing import Callable
 
 import chess
 import numpy as np
 import pytest
 
 from engine.backends import build_evaluator
-from evaluators.base import unwrap
-from search.base import SearchControl
+from evaluators.base import LoadError, unwrap
+from evaluators.comparator import ComparatorEvaluator
+from hackmate_weights import WEIGHTS_DIR
+from search.base import SearchControl, SearchInfo
 from search.comparison import ComparisonSearch
 from hackmate_core import compiled
 from hackmate_core.boards import transposition_key
 from tests.test_comparison_quiescence import POISONED, MaterialComparator
 from tests.test_search import MATE_IN_ONE, MATE_IN_TWO
+from tests.uci_inprocess import Driver
 
 # White can promote on e8 (+800 for the comparator that counts material) or take a knight with the rook (+320).
 PROMOTE_OR_TAKE = "6k1/4P3/8/8/3n4/8/8/3R2K1 w - - 0 1"
@@ -34,8 +40,10 @@ class GradedMaterialComparator(MaterialComparator):
 
 
 def ordered(search: ComparisonSearch, board: chess.Board) -> list[chess.Move]:
+    """Every move in the search's order: those the comparator orders put in place too."""
     search.comparator.reset(board)
-    moves, _ = search._ordered(board, list(board.legal_moves), transposition_key(board), None)
+    moves, ready = search._ordered(board, list(board.legal_moves), transposition_key(board))
+    search._finish_order(board, moves, ready, None)
     return moves
 
 
@@ -113,11 +121,11 @@ def test_batched_children_match_one_at_a_time(network):
     bare = unwrap(network)
     for move, features, p in zip(moves, children, batched):
         network.push(board, move)  # reuses the accumulator child_features made
-        np.testing.assert_allclose(bare.accumulators[-1], bare.full_accumulator(board), atol=1e-4)
+        assert np.array_equal(bare.accumulators[-1], bare.full_accumulator(board))  # integers: exact
         from_scratch = bare.features_from_accumulators(bare.full_accumulator(board)[None])[0]
         network.pop(board)
-        np.testing.assert_allclose(features, from_scratch, atol=1e-4)
-        assert p == pytest.approx(network.prefers_first(features, parent), abs=1e-6)
+        assert np.array_equal(features, from_scratch)  # the same sums in the same order
+        assert p == network.prefers_first(features, parent)
 
 
 def test_node_budget_gives_deterministic_nodes_and_move(network):
@@ -131,19 +139,29 @@ def test_node_budget_gives_deterministic_nodes_and_move(network):
     assert outcomes[0] == outcomes[1] and outcomes[0][0] >= 800
 
 
-def test_stop_is_answered_promptly(network):
+@pytest.mark.parametrize("path", ["compiled", "python"] if compiled.ccomparison is not None else ["python"])
+def test_stop_ends_an_infinite_search(network, monkeypatch, path):
+    """`stop` after the first report: the search returns (the waits guard against a hang, they are no time limit)
+    with a move it has reported."""
     search = ComparisonSearch(network)
+    if path == "python":
+        monkeypatch.setattr(search, "_compiled_network", lambda: None)
     control = SearchControl(infinite=True)
-    infos = []
+    reported = threading.Event()
+    infos: list[SearchInfo] = []
     results = []
-    thread = threading.Thread(target=lambda: results.append(search.search(chess.Board(), control, infos.append)))
+
+    def report(info: SearchInfo) -> None:
+        infos.append(info)
+        reported.set()
+
+    thread = threading.Thread(target=lambda: results.append(search.search(chess.Board(), control, report)))
     thread.start()
-    time.sleep(0.5)
-    stopped_at = time.monotonic()
+    assert reported.wait(60)
     control.stop()
-    thread.join(5)
-    assert not thread.is_alive() and time.monotonic() - stopped_at < 0.25
-    assert infos and results[0].best_move in chess.Board().legal_moves
+    thread.join(60)
+    assert not thread.is_alive() and search.searched_compiled == (path == "compiled")
+    assert results[0].best_move in {info.pv[0] for info in infos}
 
 
 def test_a_stopped_iteration_plays_the_move_that_beat_the_last_choice():
@@ -191,21 +209,6 @@ def test_compiled_moves_and_captures_are_python_chess_s(fen, moves):
         assert search._legal_captures(board) == list(board.generate_legal_captures())
 
 
-@pytest.mark.skipif(compiled.cboard is None, reason="the compiled board is not in use")
-@pytest.mark.parametrize("fen, moves", RULES_POSITIONS)
-def test_compiled_and_pure_paths_search_alike(network, monkeypatch, fen, moves):
-    def lines() -> list[tuple]:
-        network.new_game()
-        search = ComparisonSearch(network)
-        infos = []
-        result = search.search(rules_board(fen, moves), SearchControl(max_nodes=300), infos.append)
-        return [result.best_move, search.nodes] + [(i.depth, i.seldepth, i.nodes, i.score, i.pv) for i in infos]
-
-    compiled_lines = lines()
-    monkeypatch.setattr(compiled, "cboard", None)
-    assert lines() == compiled_lines
-
-
 @pytest.mark.parametrize("use_compiled", [True, False] if compiled.cboard is not None else [False])
 def test_a_repetition_inside_the_tree_is_a_draw_and_one_before_the_root_is_not(use_compiled):
     board = chess.Board()
@@ -216,3 +219,52 @@ def test_a_repetition_inside_the_tree_is_a_draw_and_one_before_the_root_is_not(u
         search._push(board, chess.Move.from_uci(uci))
     assert search._terminal(board, 4, None).draw  # the root's position again, four plies into the tree
     assert search._terminal(board, 1, None) is None  # as if only the last move were the tree's: seen once before
+
+
+def comparator_files(tmp_path: Path, change: Callable[[dict], object]) -> Path:
+    """The shipped comparator's ONNX file beside a copy of its weights that ``change`` altered."""
+    with np.load(WEIGHTS_DIR / "comparator.npz") as data:
+        arrays = {name: data[name] for name in data.files}
+    change(arrays)
+    path = tmp_path / "altered.onnx"
+    shutil.copy(WEIGHTS_DIR / "comparator.onnx", path)
+    np.savez(path.with_suffix(".npz"), **arrays)
+    return path
+
+
+def poisoned(arrays: dict) -> None:
+    arrays["w2"] = arrays["w2"].copy()
+    arrays["w2"][3, 4] = np.nan
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda arrays: arrays.update(kind=np.array("resnet-policy-value")), "is not a comparator weights file"),
+    (lambda arrays: arrays.pop("b2"), r"incomplete comparator weights \(missing b2\)"),
+    (lambda arrays: arrays.update(tower_layers=np.array(5)), "cannot make a tower of 5"),
+    (lambda arrays: arrays.update(w1=arrays["w1"][:60]), r"layer 1 has weights \(60, 100\)"),
+    (lambda arrays: arrays.update(b3=arrays["b3"][:7]), r"layer 3 has weights \(200, 100\) float32 and bias \(7,\)"),
+    (lambda arrays: arrays.update(w0=arrays["w0"].astype(np.int32)), "layer 0 has weights .* int32"),
+    (lambda arrays: arrays.update(w4=np.zeros((100, 3), np.float32), b4=np.zeros(3, np.float32)), "3 outputs, not 2"),
+    (poisoned, "layer 2 holds a weight that is not a finite number"),
+])
+def test_comparator_weights_of_the_wrong_shape_or_kind_are_refused(tmp_path, change, message):
+    with pytest.raises(LoadError, match=message):
+        ComparatorEvaluator(comparator_files(tmp_path, change))
+
+
+def test_a_comparator_weights_file_that_is_no_npz_is_refused(tmp_path):
+    path = comparator_files(tmp_path, lambda arrays: None)
+    path.with_suffix(".npz").write_text("not an archive")
+    with pytest.raises(LoadError, match="not a readable .npz file"):
+        ComparatorEvaluator(path)
+
+
+def test_the_engine_keeps_its_comparator_when_weights_are_refused(lenient, tmp_path):
+    """`setoption name Weights` with a broken comparator: an info string says why, the shipped network plays on."""
+    bad = comparator_files(tmp_path, lambda arrays: arrays.update(w1=arrays["w1"][:60]))
+    driver = Driver("--eval", "comparator", "--search", "comparison")
+    driver.send(f"setoption name Weights value {bad}")
+    driver.go("go depth 1")
+    assert any(f"cannot load Weights '{bad}'" in line and "layer 1 has weights" in line for line in driver.strings())
+    assert driver.engine.backend_names == ("comparator", "comparison")
+    assert driver.engine.loaded_weights["comparator"] == ""

@@ -1,0 +1,830 @@
+/* hackmate_core._ccomparison: the compiled comparator (ccomp.h) and comparison search (ccsearch.h) as Python types.
+ *
+ * - Network(...) holds a comparator's weights, handed over as arrays (any object with the buffer protocol) by
+ *   evaluators/comparator.py, the one reader of the weights file; features(state, chess960) and
+ *   prefers_first(first, second) compute what ComparatorEvaluator computes, bit for bit.
+ * - Accumulator(network, state, chess960) follows moves with the incremental first layer (push, pop), as the
+ *   search does: its features() are what the search sees.
+ * - Searcher(network, best_moves, feature_megabytes) is search/comparison.py's search: start() sets the root,
+ *   each search(depth, ...) is one iteration. It holds the GIL and calls back into Python every
+ *   CHECK_NODES_EVERY nodes (stopped(nodes)), which also lets other threads run, so a `stop` is answered within
+ *   milliseconds.
+ *
+ * Every argument is checked: nothing a caller passes can make it read or write out of bounds.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ccomp.h"
+#include "ccsearch.h"
+
+/* Raised when a method changes, so that hackmate_core.compiled refuses a stale build. */
+#define API_VERSION 1
+/* The largest best-move table (entries) and features table (megabytes) asked for. */
+#define MAX_BEST_MOVES ((1LL << 31) - 1)
+#define MAX_FEATURE_MEGABYTES (1 << 20)
+
+/* ------------------------------------------------------------------ reading arguments */
+
+/* A C-contiguous array of itemsize-byte numbers of kind 'f' (float) or 'i' (signed integer) with the given shape
+ * (-1: any length, returned in *found): a copy in newly allocated memory, or NULL with an exception. */
+static void *read_array(PyObject *object, const char *what, char kind, Py_ssize_t itemsize, int ndim,
+                        const Py_ssize_t *shape, Py_ssize_t *found) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(object, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    const char *format = view.format ? view.format : "B";
+    if (*format == '<' || *format == '=' || *format == '@') format++;
+    int kind_ok = kind == 'f' ? strcmp(format, "f") == 0 : strcmp(format, "l") == 0 || strcmp(format, "q") == 0;
+    if (!kind_ok || view.itemsize != itemsize || view.ndim != ndim) {
+        PyErr_Format(PyExc_ValueError, "%s: expected a %d-dimensional array of %zd-byte %s", what, ndim, itemsize,
+                     kind == 'f' ? "floats" : "integers");
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    for (int i = 0; i < ndim; i++) {
+        Py_ssize_t expected = shape[i] >= 0 ? shape[i] : -1;
+        if ((expected >= 0 && view.shape[i] != expected) || view.shape[i] < 1 || view.shape[i] > CC_MAX_WIDTH * 2) {
+            PyErr_Format(PyExc_ValueError, "%s: dimension %d is %zd, not %zd", what, i, view.shape[i], expected);
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        if (found) found[i] = view.shape[i];
+    }
+    void *copy = PyMem_Malloc((size_t)view.len);
+    if (!copy) {
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    memcpy(copy, view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return copy;
+}
+
+static float *read_floats(PyObject *object, const char *what, int ndim, const Py_ssize_t *shape, Py_ssize_t *found) {
+    return read_array(object, what, 'f', sizeof(float), ndim, shape, found);
+}
+
+/* A dense layer (weight, bias) of the given inputs, its outputs padded to whole vectors with zero columns: 0, or
+ * -1 with an exception. */
+static int read_layer(PyObject *pair, const char *what, int inputs, cc_layer *layer) {
+    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+        PyErr_Format(PyExc_ValueError, "%s: expected a (weight, bias) pair", what);
+        return -1;
+    }
+    Py_ssize_t shape[2] = {inputs, -1}, found[2];
+    float *weight = read_floats(PyTuple_GET_ITEM(pair, 0), what, 2, shape, found);
+    if (!weight) return -1;
+    Py_ssize_t bias_shape[1] = {found[1]};
+    float *bias = found[1] <= CC_MAX_WIDTH ? read_floats(PyTuple_GET_ITEM(pair, 1), what, 1, bias_shape, NULL) : NULL;
+    if (!bias) {
+        if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "%s: wider than %d", what, CC_MAX_WIDTH);
+        PyMem_Free(weight);
+        return -1;
+    }
+    int outputs = (int)found[1], stride = cc_stride(outputs);
+    layer->weight = PyMem_Calloc((size_t)inputs * stride, sizeof(float));
+    layer->bias = PyMem_Calloc((size_t)stride, sizeof(float));
+    if (layer->weight && layer->bias) {
+        for (int i = 0; i < inputs; i++)
+            memcpy(layer->weight + (size_t)i * stride, weight + (size_t)i * outputs, (size_t)outputs * sizeof(float));
+        memcpy(layer->bias, bias, (size_t)outputs * sizeof(float));
+    }
+    PyMem_Free(weight);
+    PyMem_Free(bias);
+    if (!layer->weight || !layer->bias) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    layer->inputs = inputs;
+    layer->outputs = outputs;
+    layer->stride = stride;
+    return 0;
+}
+
+/* A sequence of layers from inputs wide: their number, or -1 with an exception; *outputs: the last width. */
+static int read_layers(PyObject *object, const char *what, int inputs, cc_layer *layers, int *outputs) {
+    PyObject *sequence = PySequence_Fast(object, what);
+    if (!sequence) return -1;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(sequence);
+    if (count > CC_MAX_LAYERS) {
+        PyErr_Format(PyExc_ValueError, "%s: more than %d layers", what, CC_MAX_LAYERS);
+        Py_DECREF(sequence);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (read_layer(PySequence_Fast_GET_ITEM(sequence, i), what, inputs, &layers[i]) < 0) {
+            Py_DECREF(sequence);
+            return -1;
+        }
+        inputs = layers[i].outputs;
+    }
+    Py_DECREF(sequence);
+    *outputs = inputs;
+    return (int)count;
+}
+
+static int read_bitboard(PyObject *object, cb_bitboard *out) {
+    *out = PyLong_AsUnsignedLongLong(object);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* A compiled board's state() tuple and chess960 flag into a position the board accepts. */
+static int read_state(PyObject *state, int chess960, cb_position *position) {
+    if (!PyTuple_Check(state) || PyTuple_GET_SIZE(state) != 13) {
+        PyErr_SetString(PyExc_ValueError, "state: expected the 13-tuple of hackmate_core._cboard.Board.state()");
+        return -1;
+    }
+    cb_bitboard pieces[7] = {0}, white, black, castling;
+    for (int type = CB_PAWN; type <= CB_KING; type++)
+        if (read_bitboard(PyTuple_GET_ITEM(state, type - 1), &pieces[type]) < 0) return -1;
+    if (read_bitboard(PyTuple_GET_ITEM(state, 6), &white) < 0 || read_bitboard(PyTuple_GET_ITEM(state, 7), &black) < 0
+        || read_bitboard(PyTuple_GET_ITEM(state, 9), &castling) < 0)
+        return -1;
+    int turn = PyObject_IsTrue(PyTuple_GET_ITEM(state, 8));
+    if (turn < 0) return -1;
+    PyObject *ep_object = PyTuple_GET_ITEM(state, 10);
+    long ep = ep_object == Py_None ? -1 : PyLong_AsLong(ep_object);
+    long halfmove_clock = PyLong_AsLong(PyTuple_GET_ITEM(state, 11));
+    long fullmove_number = PyLong_AsLong(PyTuple_GET_ITEM(state, 12));
+    if (PyErr_Occurred()) return -1;
+    if (ep < -1 || ep > 63) {
+        PyErr_SetString(PyExc_ValueError, "state: an en-passant square off the board");
+        return -1;
+    }
+    const char *refusal = cb_set(position, pieces, white, black, turn, castling, (int)ep, halfmove_clock,
+                                 fullmove_number, chess960);
+    if (refusal) {
+        PyErr_Format(PyExc_ValueError, "the compiled board does not take this position: %s", refusal);
+        return -1;
+    }
+    return 0;
+}
+
+/* A legal move code of the position: 0, or -1 with ValueError. */
+static int read_legal_move(PyObject *object, const cb_position *position, cb_move *move) {
+    long code = PyLong_AsLong(object);
+    if (code == -1 && PyErr_Occurred()) return -1;
+    cb_move moves[CB_MAX_MOVES];
+    int count = cb_legal_moves(position, moves);
+    for (int i = 0; i < count; i++) {
+        if (moves[i] == code) {
+            *move = moves[i];
+            return 0;
+        }
+    }
+    PyErr_Format(PyExc_ValueError, "move code %ld is not a legal move in this position", code);
+    return -1;
+}
+
+static PyObject *features_bytes(const float *features, int size) {
+    return PyBytes_FromStringAndSize((const char *)features, (Py_ssize_t)size * (Py_ssize_t)sizeof(float));
+}
+
+/* ------------------------------------------------------------------ Network */
+
+typedef struct {
+    PyObject_HEAD
+    cc_network net;
+} NetworkObject;
+
+static PyTypeObject NetworkType;
+
+static void free_layers(cc_layer *layers, int count) {
+    for (int i = 0; i < count; i++) {
+        PyMem_Free(layers[i].weight);
+        PyMem_Free(layers[i].bias);
+    }
+}
+
+static void Network_dealloc(NetworkObject *self) {
+    cc_network *net = &self->net;
+    PyMem_Free(net->first_weight);
+    PyMem_Free(net->first_bias);
+    free_layers(net->tower, CC_MAX_LAYERS);
+    free_layers(&net->projection, 1);
+    free_layers(net->head, CC_MAX_LAYERS);
+    PyMem_Free(net->out_weight);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Network_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"first_weight", "first_bias", "scale", "tower", "projection", "head", "out_weight",
+                               "out_bias", NULL};
+    PyObject *first_weight, *first_bias, *tower, *projection, *head, *out_weight;
+    double scale, out_bias;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOdOOOOd:Network", keywords, &first_weight, &first_bias, &scale,
+                                     &tower, &projection, &head, &out_weight, &out_bias))
+        return NULL;
+    if (!isfinite(scale) || scale <= 0 || !isfinite(out_bias)) {
+        PyErr_SetString(PyExc_ValueError, "scale and out_bias must be finite, scale positive");
+        return NULL;
+    }
+    NetworkObject *self = (NetworkObject *)type->tp_alloc(type, 0);   /* zeroed: dealloc frees what was read */
+    if (!self) return NULL;
+    cc_network *net = &self->net;
+    Py_ssize_t first_shape[2] = {CC_INPUTS, -1}, found[2];
+    net->first_weight = read_array(first_weight, "first_weight", 'i', 8, 2, first_shape, found);
+    if (!net->first_weight) goto fail;
+    if (found[1] > CC_MAX_WIDTH) {
+        PyErr_Format(PyExc_ValueError, "first_weight: wider than %d", CC_MAX_WIDTH);
+        goto fail;
+    }
+    net->width = (int)found[1];
+    Py_ssize_t bias_shape[1] = {net->width};
+    net->first_bias = read_array(first_bias, "first_bias", 'i', 8, 1, bias_shape, NULL);
+    if (!net->first_bias) goto fail;
+    net->scale = scale;
+    int width;
+    net->tower_count = read_layers(tower, "tower", net->width, net->tower, &width);
+    if (net->tower_count < 0) goto fail;
+    if (read_layer(projection, "projection", width, &net->projection) < 0) goto fail;
+    if (net->projection.outputs % 2) {
+        PyErr_SetString(PyExc_ValueError, "projection: its outputs must be two rows");
+        goto fail;
+    }
+    net->hidden = net->projection.outputs / 2;
+    net->head_count = read_layers(head, "head", net->hidden, net->head, &width);
+    if (net->head_count < 0) goto fail;
+    Py_ssize_t out_shape[1] = {width};
+    net->out_weight = read_floats(out_weight, "out_weight", 1, out_shape, NULL);
+    if (!net->out_weight) goto fail;
+    net->out_inputs = width;
+    net->out_bias = out_bias;
+    return (PyObject *)self;
+fail:
+    Py_DECREF(self);
+    return NULL;
+}
+
+/* Features given as bytes (or any buffer) of 2 * hidden float32: a pointer into view, or NULL with an exception. */
+static const float *read_features(const cc_network *net, PyObject *object, Py_buffer *view) {
+    if (PyObject_GetBuffer(object, view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (view->len != (Py_ssize_t)(2 * net->hidden * sizeof(float))) {
+        PyErr_Format(PyExc_ValueError, "features: expected %d float32 values", 2 * net->hidden);
+        PyBuffer_Release(view);
+        return NULL;
+    }
+    return view->buf;
+}
+
+static PyObject *Network_features(NetworkObject *self, PyObject *args) {
+    PyObject *state;
+    int chess960 = 0;
+    if (!PyArg_ParseTuple(args, "O|p:features", &state, &chess960)) return NULL;
+    cb_position position;
+    if (read_state(state, chess960, &position) < 0) return NULL;
+    int64_t *accumulator = PyMem_Malloc((size_t)self->net.width * sizeof *accumulator);
+    float *features = PyMem_Malloc((size_t)cc_feature_floats(&self->net) * sizeof *features);
+    PyObject *result = NULL;
+    if (accumulator && features) {
+        cc_accumulate(&self->net, &position, accumulator);
+        cc_features(&self->net, accumulator, features);
+        result = features_bytes(features, 2 * self->net.hidden);
+    } else {
+        PyErr_NoMemory();
+    }
+    PyMem_Free(accumulator);
+    PyMem_Free(features);
+    return result;
+}
+
+static PyObject *Network_prefers_first(NetworkObject *self, PyObject *args) {
+    PyObject *first, *second;
+    if (!PyArg_ParseTuple(args, "OO:prefers_first", &first, &second)) return NULL;
+    Py_buffer a, b;
+    const float *fa = read_features(&self->net, first, &a);
+    if (!fa) return NULL;
+    const float *fb = read_features(&self->net, second, &b);
+    if (!fb) {
+        PyBuffer_Release(&a);
+        return NULL;
+    }
+    double p = cc_prefers_first(&self->net, fa, fb);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&b);
+    return PyFloat_FromDouble(p);
+}
+
+static PyObject *Network_get_hidden(NetworkObject *self, void *unused) {
+    return PyLong_FromLong(self->net.hidden);
+}
+
+static PyMethodDef Network_methods[] = {
+    {"features", (PyCFunction)Network_features, METH_VARARGS,
+     "features(state, chess960=False): the position's features (bytes of 2 * hidden float32), its accumulator "
+     "computed from scratch."},
+    {"prefers_first", (PyCFunction)Network_prefers_first, METH_VARARGS,
+     "prefers_first(first, second): P(first better for White), both given as features."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Network_getset[] = {
+    {"hidden", (getter)Network_get_hidden, NULL, "features a row (a position has two rows).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject NetworkType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "hackmate_core._ccomparison.Network",
+    .tp_doc = "Network(first_weight, first_bias, scale, tower, projection, head, out_weight, out_bias): a DeepChess "
+              "comparator as evaluators/comparator.py prepares it: the first layer in fixed point (int64 [773][width] "
+              "and [width], times scale); tower and head: (weight [in][out], bias [out]) float32 pairs, projection "
+              "one such pair with 2 * hidden outputs (a position's two rows of features); out_weight [in] float32 "
+              "and out_bias: the output logits' differences.",
+    .tp_basicsize = sizeof(NetworkObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = Network_new,
+    .tp_dealloc = (destructor)Network_dealloc,
+    .tp_methods = Network_methods,
+    .tp_getset = Network_getset,
+};
+
+static int read_network(PyObject *object, NetworkObject **out) {
+    if (!PyObject_TypeCheck(object, &NetworkType)) {
+        PyErr_SetString(PyExc_TypeError, "expected a hackmate_core._ccomparison.Network");
+        return -1;
+    }
+    *out = (NetworkObject *)object;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ Accumulator */
+
+typedef struct {
+    PyObject_HEAD
+    NetworkObject *network;
+    cb_position *positions;     /* [capacity]: the root, then after each move */
+    int64_t *accumulators;      /* [capacity][width] */
+    int plies, capacity;
+} AccumulatorObject;
+
+static PyTypeObject AccumulatorType;
+
+static void Accumulator_dealloc(AccumulatorObject *self) {
+    Py_XDECREF(self->network);
+    PyMem_Free(self->positions);
+    PyMem_Free(self->accumulators);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int reserve_plies(AccumulatorObject *self, int capacity) {
+    if (capacity <= self->capacity) return 0;
+    if (capacity > CB_MAX_PLIES) {
+        PyErr_SetString(PyExc_MemoryError, "too many moves");
+        return -1;
+    }
+    int width = self->network->net.width;
+    cb_position *positions = PyMem_Realloc(self->positions, (size_t)capacity * sizeof *positions);
+    if (!positions) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->positions = positions;
+    int64_t *accumulators = PyMem_Realloc(self->accumulators, (size_t)capacity * width * sizeof *accumulators);
+    if (!accumulators) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->accumulators = accumulators;
+    self->capacity = capacity;
+    return 0;
+}
+
+static PyObject *Accumulator_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"network", "state", "chess960", NULL};
+    PyObject *network, *state;
+    int chess960 = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|p:Accumulator", keywords, &network, &state, &chess960))
+        return NULL;
+    NetworkObject *net;
+    if (read_network(network, &net) < 0) return NULL;
+    cb_position root;
+    if (read_state(state, chess960, &root) < 0) return NULL;
+    AccumulatorObject *self = (AccumulatorObject *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    self->network = (NetworkObject *)Py_NewRef(network);
+    if (reserve_plies(self, 64) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->positions[0] = root;
+    cc_accumulate(&net->net, &root, self->accumulators);
+    return (PyObject *)self;
+}
+
+static PyObject *Accumulator_push(AccumulatorObject *self, PyObject *object) {
+    cb_move move;
+    if (read_legal_move(object, &self->positions[self->plies], &move) < 0) return NULL;
+    if (reserve_plies(self, self->plies + 2 > self->capacity ? 2 * self->capacity : self->capacity) < 0) return NULL;
+    int width = self->network->net.width;
+    cb_position *before = &self->positions[self->plies], *after = before + 1;
+    *after = *before;
+    cb_make(after, move, 1);
+    cc_update(&self->network->net, before, after, self->accumulators + (size_t)self->plies * width,
+              self->accumulators + (size_t)(self->plies + 1) * width);
+    self->plies++;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Accumulator_pop(AccumulatorObject *self, PyObject *unused) {
+    if (!self->plies) {
+        PyErr_SetString(PyExc_IndexError, "pop from the root");
+        return NULL;
+    }
+    self->plies--;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Accumulator_features(AccumulatorObject *self, PyObject *unused) {
+    const cc_network *net = &self->network->net;
+    float *features = PyMem_Malloc((size_t)cc_feature_floats(net) * sizeof *features);
+    if (!features) return PyErr_NoMemory();
+    cc_features(net, self->accumulators + (size_t)self->plies * net->width, features);
+    PyObject *result = features_bytes(features, 2 * net->hidden);
+    PyMem_Free(features);
+    return result;
+}
+
+static PyObject *Accumulator_values(AccumulatorObject *self, PyObject *unused) {
+    int width = self->network->net.width;
+    const int64_t *accumulator = self->accumulators + (size_t)self->plies * width;
+    PyObject *list = PyList_New(width);
+    if (!list) return NULL;
+    for (int j = 0; j < width; j++) {
+        PyObject *value = PyLong_FromLongLong(accumulator[j]);
+        if (!value) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, j, value);
+    }
+    return list;
+}
+
+static PyMethodDef Accumulator_methods[] = {
+    {"push", (PyCFunction)Accumulator_push, METH_O, "push(code): make a legal move, updating the first layer."},
+    {"pop", (PyCFunction)Accumulator_pop, METH_NOARGS, "pop(): unmake the last move."},
+    {"features", (PyCFunction)Accumulator_features, METH_NOARGS,
+     "features(): the current position's features (bytes of 2 * hidden float32) from the updated first layer."},
+    {"values", (PyCFunction)Accumulator_values, METH_NOARGS, "values(): the first layer's fixed-point sums."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject AccumulatorType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "hackmate_core._ccomparison.Accumulator",
+    .tp_doc = "Accumulator(network, state, chess960=False): the network's first layer following moves from the "
+              "position, as the compiled search updates it on make and unmake.",
+    .tp_basicsize = sizeof(AccumulatorObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = Accumulator_new,
+    .tp_dealloc = (destructor)Accumulator_dealloc,
+    .tp_methods = Accumulator_methods,
+};
+
+/* ------------------------------------------------------------------ Searcher */
+
+typedef struct {
+    PyObject_HEAD
+    NetworkObject *network;
+    cs_search *search;
+    int started;                 /* start() has set a root */
+    int busy;                    /* a search() is running (callbacks may call back in) */
+    PyObject *stopped;           /* borrowed from search()'s arguments while it runs */
+    PyObject *probe;
+} SearcherObject;
+
+static PyTypeObject SearcherType;
+
+static int call_stopped(void *context, uint64_t nodes) {
+    SearcherObject *self = context;
+    PyObject *result = PyObject_CallFunction(self->stopped, "K", (unsigned long long)nodes);
+    if (!result) return -1;
+    int truth = PyObject_IsTrue(result);
+    Py_DECREF(result);
+    return truth;
+}
+
+/* The tablebase callback gets search/alphabeta.py's state: (pawns .. kings, white, black, turn, ep, clock). */
+static int call_probe(void *context, const cb_position *p, int *outcome) {
+    SearcherObject *self = context;
+    PyObject *ep = p->ep_square < 0 ? Py_NewRef(Py_None) : PyLong_FromLong(p->ep_square);
+    if (!ep) return -1;
+    PyObject *result = PyObject_CallFunction(
+        self->probe, "((KKKKKKKKONi))", (unsigned long long)p->pieces[CB_PAWN],
+        (unsigned long long)p->pieces[CB_KNIGHT], (unsigned long long)p->pieces[CB_BISHOP],
+        (unsigned long long)p->pieces[CB_ROOK], (unsigned long long)p->pieces[CB_QUEEN],
+        (unsigned long long)p->pieces[CB_KING], (unsigned long long)p->colors[CB_WHITE],
+        (unsigned long long)p->colors[CB_BLACK], p->turn ? Py_True : Py_False, ep, (int)p->halfmove_clock);
+    if (!result) return -1;
+    if (result == Py_None) {
+        Py_DECREF(result);
+        return 0;
+    }
+    long value = PyLong_AsLong(result);
+    Py_DECREF(result);
+    if (value == -1 && PyErr_Occurred()) return -1;
+    if (value < -1 || value > 1) {
+        PyErr_Format(PyExc_ValueError, "a tablebase result must be -1, 0, 1 or None, not %ld", value);
+        return -1;
+    }
+    *outcome = (int)value;
+    return 1;
+}
+
+static int read_sizes(long long best_moves, double feature_megabytes) {
+    if (best_moves < 1 || best_moves > MAX_BEST_MOVES) {
+        PyErr_Format(PyExc_ValueError, "best_moves must be between 1 and %lld", (long long)MAX_BEST_MOVES);
+        return -1;
+    }
+    if (!(feature_megabytes >= 0 && feature_megabytes <= MAX_FEATURE_MEGABYTES)) {
+        PyErr_Format(PyExc_ValueError, "feature_megabytes must be between 0 and %d", MAX_FEATURE_MEGABYTES);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *Searcher_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"network", "best_moves", "feature_megabytes", NULL};
+    PyObject *network;
+    long long best_moves;
+    double feature_megabytes;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OLd:Searcher", keywords, &network, &best_moves,
+                                     &feature_megabytes))
+        return NULL;
+    NetworkObject *net;
+    if (read_network(network, &net) < 0 || read_sizes(best_moves, feature_megabytes) < 0) return NULL;
+    SearcherObject *self = (SearcherObject *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    self->network = (NetworkObject *)Py_NewRef(network);
+    self->search = cs_create(&net->net, (int32_t)best_moves,
+                             cc_cache_slots(feature_megabytes, cc_feature_floats(&net->net)));
+    if (!self->search) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)self;
+}
+
+static void Searcher_dealloc(SearcherObject *self) {
+    cs_destroy(self->search);
+    Py_XDECREF(self->network);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int refuse_while_busy(SearcherObject *self) {
+    if (!self->busy) return 0;
+    PyErr_SetString(PyExc_RuntimeError, "the searcher is searching");
+    return -1;
+}
+
+/* Move codes into moves[CB_MAX_MOVES]: their number, or -1 with an exception. */
+static int read_moves(PyObject *object, const char *what, cb_move *moves) {
+    PyObject *sequence = PySequence_Fast(object, what);
+    if (!sequence) return -1;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(sequence);
+    if (count > CB_MAX_MOVES) {
+        PyErr_Format(PyExc_ValueError, "%s: more than %d moves", what, CB_MAX_MOVES);
+        Py_DECREF(sequence);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        long code = PyLong_AsLong(PySequence_Fast_GET_ITEM(sequence, i));
+        if (code == -1 && PyErr_Occurred()) {
+            Py_DECREF(sequence);
+            return -1;
+        }
+        if (code < 0 || code > 0xFFFF) {
+            PyErr_Format(PyExc_ValueError, "%s: %ld is not a move code", what, code);
+            Py_DECREF(sequence);
+            return -1;
+        }
+        moves[i] = (cb_move)code;
+    }
+    Py_DECREF(sequence);
+    return (int)count;
+}
+
+static PyObject *Searcher_start(SearcherObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"state", "chess960", "keys", "allowed", "probe_max_pieces", NULL};
+    PyObject *state, *keys_object, *allowed;
+    int chess960, probe_max_pieces;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OpOOi:start", keywords, &state, &chess960, &keys_object,
+                                     &allowed, &probe_max_pieces))
+        return NULL;
+    if (refuse_while_busy(self) < 0) return NULL;
+    cs_search *s = self->search;
+    cb_position root;
+    if (read_state(state, chess960, &root) < 0) return NULL;
+    int allowed_count = allowed == Py_None ? -1 : read_moves(allowed, "allowed", s->allowed);
+    if (allowed_count < 0 && allowed != Py_None) return NULL;
+    PyObject *sequence = PySequence_Fast(keys_object, "keys: expected a sequence of transposition keys");
+    if (!sequence) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(sequence);
+    uint64_t *keys = count < CB_MAX_PLIES ? PyMem_Malloc((size_t)(count + 1) * sizeof *keys) : NULL;
+    if (!keys) {
+        Py_DECREF(sequence);
+        return count < CB_MAX_PLIES ? PyErr_NoMemory() : PyErr_Format(PyExc_ValueError, "keys: too many");
+    }
+    for (Py_ssize_t i = 0; i < count && !PyErr_Occurred(); i++)
+        keys[i] = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(sequence, i));
+    Py_DECREF(sequence);
+    int status = PyErr_Occurred() ? -1 : cs_start(s, &root, keys, (int)count);
+    PyMem_Free(keys);
+    if (status < 0) return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+    s->allowed_count = allowed_count;
+    s->probe_max_pieces = probe_max_pieces;
+    self->started = 1;
+    Py_RETURN_NONE;
+}
+
+/* A leaf as (bound, mate_ply, draw, tablebase_ply, features bytes or None, [move codes]). */
+static PyObject *leaf_tuple(const cs_search *s, const cs_leaf *leaf) {
+    PyObject *pv = PyList_New(leaf->pv_length);
+    if (!pv) return NULL;
+    for (int i = 0; i < leaf->pv_length; i++) {
+        PyObject *code = PyLong_FromLong(leaf->pv[i]);
+        if (!code) {
+            Py_DECREF(pv);
+            return NULL;
+        }
+        PyList_SET_ITEM(pv, i, code);
+    }
+    PyObject *features = leaf->features ? features_bytes(leaf->features, 2 * s->net->hidden) : Py_NewRef(Py_None);
+    if (!features) {
+        Py_DECREF(pv);
+        return NULL;
+    }
+    return Py_BuildValue("(iiOiNN)", leaf->bound, leaf->mate_ply, leaf->draw ? Py_True : Py_False,
+                         leaf->tablebase_ply, features, pv);
+}
+
+static PyObject *Searcher_search(SearcherObject *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"depth", "options", "stopped", "probe", NULL};
+    int depth, quiescence, ordering, hash_move, check_extension, late_move_reductions;
+    PyObject *stopped, *probe;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i(pippp)OO:search", keywords, &depth, &quiescence, &ordering,
+                                     &hash_move, &check_extension, &late_move_reductions, &stopped, &probe))
+        return NULL;
+    if (refuse_while_busy(self) < 0) return NULL;
+    if (!self->started) {
+        PyErr_SetString(PyExc_RuntimeError, "search() before start()");
+        return NULL;
+    }
+    if (depth < 1 || depth > CS_MAX_PLY) {
+        PyErr_Format(PyExc_ValueError, "depth must be between 1 and %d", CS_MAX_PLY);
+        return NULL;
+    }
+    if (ordering < CS_ORDER_CAPTURES_COMPARATOR || ordering > CS_ORDER_CAPTURES) {
+        PyErr_SetString(PyExc_ValueError, "ordering must be 0 (captures+comparator), 1 (comparator) or 2 (captures)");
+        return NULL;
+    }
+    if (!PyCallable_Check(stopped) || (probe != Py_None && !PyCallable_Check(probe))) {
+        PyErr_SetString(PyExc_TypeError, "stopped must be callable, probe callable or None");
+        return NULL;
+    }
+    cs_search *s = self->search;
+    s->quiescence = quiescence;
+    s->ordering = ordering;
+    s->hash_move = hash_move;
+    s->check_extension = check_extension;
+    s->late_move_reductions = late_move_reductions;
+    self->stopped = stopped;
+    self->probe = probe == Py_None ? NULL : probe;
+    s->stop = call_stopped;
+    s->probe = self->probe ? call_probe : NULL;
+    s->context = self;
+    self->busy = 1;
+    Py_INCREF(self);   /* a callback may drop the last other reference */
+    cs_leaf leaf;
+    int stopped_early = cs_search_root(s, depth, &leaf);
+    self->busy = 0;
+    self->stopped = self->probe = NULL;
+    PyObject *result = s->failed ? NULL : stopped_early ? Py_NewRef(Py_None) : leaf_tuple(s, &leaf);
+    Py_DECREF(self);
+    return result;
+}
+
+static PyObject *Searcher_root_best(SearcherObject *self, PyObject *unused) {
+    const cs_search *s = self->search;
+    if (!s->root_first) Py_RETURN_NONE;
+    return leaf_tuple(s, &s->root_best);
+}
+
+static PyObject *Searcher_resize(SearcherObject *self, PyObject *args) {
+    long long best_moves;
+    double feature_megabytes;
+    if (!PyArg_ParseTuple(args, "Ld:resize", &best_moves, &feature_megabytes)) return NULL;
+    if (read_sizes(best_moves, feature_megabytes) < 0) return NULL;
+    /* safe mid-search (from a callback): the search keeps no pointer into either table across calls */
+    cs_search *s = self->search;
+    if (cs_lru_resize(&s->best_moves, (int32_t)best_moves) < 0) return PyErr_NoMemory();
+    uint64_t slots = cc_cache_slots(feature_megabytes, s->size);
+    if (slots != s->features.slots) {
+        cc_cache_free(&s->features);
+        cc_cache_init(&s->features, slots, s->size);   /* without memory for it: no table, same search */
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *Searcher_clear(SearcherObject *self, PyObject *unused) {
+    cs_lru_clear(&self->search->best_moves);
+    cc_cache_clear(&self->search->features);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Searcher_hashfull(SearcherObject *self, PyObject *unused) {
+    return PyLong_FromLong(cc_cache_permille(&self->search->features));
+}
+
+static PyObject *Searcher_get_nodes(SearcherObject *self, void *unused) {
+    return PyLong_FromUnsignedLongLong(self->search->nodes);
+}
+
+static PyObject *Searcher_get_seldepth(SearcherObject *self, void *unused) {
+    return PyLong_FromLong(self->search->seldepth);
+}
+
+static PyObject *Searcher_get_network(SearcherObject *self, void *unused) {
+    return Py_NewRef((PyObject *)self->network);
+}
+
+static PyObject *Searcher_get_root_first(SearcherObject *self, void *unused) {
+    if (!self->search->root_first) Py_RETURN_NONE;
+    return PyLong_FromLong(self->search->root_first);
+}
+
+static PyMethodDef Searcher_methods[] = {
+    {"start", (PyCFunction)(void (*)(void))Searcher_start, METH_VARARGS | METH_KEYWORDS,
+     "start(state, chess960, keys, allowed, probe_max_pieces): a new search of the root state "
+     "(hackmate_core._cboard.Board.state()); keys: the transposition keys of the game's positions before it "
+     "(oldest first) since the last irreversible move; allowed: None or the only root move codes to search; "
+     "tablebases are probed at up to probe_max_pieces pieces. ValueError for a position the compiled board does "
+     "not take."},
+    {"search", (PyCFunction)(void (*)(void))Searcher_search, METH_VARARGS | METH_KEYWORDS,
+     "search(depth, options, stopped, probe): one iteration at depth: the best leaf (bound, mate_ply, draw, "
+     "tablebase_ply, features bytes or None, pv codes), or None when stopped(nodes) said so. options: "
+     "(quiescence, ordering 0-2 as MoveOrdering's choices, hash_move, check_extension, late_move_reductions); "
+     "probe(state) -> +1 / 0 / -1 / None: a tablebase result, or None for no tables."},
+    {"root_best", (PyCFunction)Searcher_root_best, METH_NOARGS,
+     "root_best(): the last iteration's best leaf so far (a stopped one's too), or None."},
+    {"resize", (PyCFunction)Searcher_resize, METH_VARARGS,
+     "resize(best_moves, feature_megabytes): the tables' new sizes (the best-move table keeps its newest)."},
+    {"clear", (PyCFunction)Searcher_clear, METH_NOARGS, "clear(): empty the best-move and features tables."},
+    {"hashfull", (PyCFunction)Searcher_hashfull, METH_NOARGS,
+     "hashfull(): permille of the features table in use (its first 1000 slots)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Searcher_getset[] = {
+    {"nodes", (getter)Searcher_get_nodes, NULL, "nodes searched since start().", NULL},
+    {"seldepth", (getter)Searcher_get_seldepth, NULL, "the deepest ply reached in the last iteration.", NULL},
+    {"network", (getter)Searcher_get_network, NULL, "the Network it searches with.", NULL},
+    {"root_first", (getter)Searcher_get_root_first, NULL,
+     "the first root move that improved in the last iteration (code), or None.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject SearcherType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "hackmate_core._ccomparison.Searcher",
+    .tp_doc = "Searcher(network, best_moves, feature_megabytes): search/comparison.py's search in C, with a "
+              "best-move table of that many entries and a features table of that many megabytes.",
+    .tp_basicsize = sizeof(SearcherObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = Searcher_new,
+    .tp_dealloc = (destructor)Searcher_dealloc,
+    .tp_methods = Searcher_methods,
+    .tp_getset = Searcher_getset,
+};
+
+/* ------------------------------------------------------------------ the module */
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "hackmate_core._ccomparison",
+    .m_doc = "The compiled DeepChess comparator and comparison search of search/comparison.py.",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__ccomparison(void) {
+    cb_init();
+    if (PyType_Ready(&NetworkType) < 0 || PyType_Ready(&AccumulatorType) < 0 || PyType_Ready(&SearcherType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    if (PyModule_AddObjectRef(m, "Network", (PyObject *)&NetworkType) < 0
+        || PyModule_AddObjectRef(m, "Accumulator", (PyObject *)&AccumulatorType) < 0
+        || PyModule_AddObjectRef(m, "Searcher", (PyObject *)&SearcherType) < 0
+        || PyModule_AddIntConstant(m, "API_VERSION", API_VERSION) < 0
+        || PyModule_AddIntConstant(m, "MAX_PLY", CS_MAX_PLY) < 0
+        || PyModule_AddIntConstant(m, "CHECK_NODES_EVERY", CS_CHECK_NODES_EVERY) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,140 @@
+/* The comparison search in C: search/comparison.py's alpha-beta over positions, node for node, with the
+ * compiled comparator (ccomp.h) on the compiled board (cboard.h).
+ *
+ * Everything mirrors the Python search so that both paths search the same nodes in the same order and return
+ * the same leaf: leaves that are positions (their features), mates, draws and tablebase results compared by
+ * the same rules; the move ordering of each MoveOrdering (the best-move table first, captures that keep
+ * material by static exchange, the comparator's preference for each child over the position, stable sorts);
+ * the best-move table itself with the LRU policy of hackmate_core.lru and its capacity; check extension,
+ * late-move reductions, capture quiescence, the repetition policy of the compiled board, the node count and
+ * where `stop` is asked. Python keeps iterative deepening, the stoppers and the reports; it is asked through two
+ * callbacks: every CS_CHECK_NODES_EVERY nodes whether to stop, and for tablebase results.
+ *
+ * The features of every position met are kept in a table (cc_cache) across iterations and searches; the
+ * features are exact, so the table changes the speed and nothing else.
+ */
+#ifndef HACKMATE_CCSEARCH_H
+#define HACKMATE_CCSEARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cboard.h"
+#include "ccomp.h"
+
+/* search/comparison.py's MAX_PLY, MAX_QUIESCENCE_PLIES, CHECK_NODES_EVERY, FULL_DEPTH_MOVES and
+ * REDUCTION_MIN_DEPTH */
+#define CS_MAX_PLY 64
+#define CS_MAX_QUIESCENCE_PLIES 8
+#define CS_CHECK_NODES_EVERY 16
+#define CS_FULL_DEPTH_MOVES 3
+#define CS_REDUCTION_MIN_DEPTH 3
+/* Positions on the stack: the root's ply 0 to a leaf's CS_MAX_PLY, and one more for a quiescence child. */
+#define CS_PLIES (CS_MAX_PLY + 2)
+/* Leaves a node keeps at once: its best, and alpha and beta when they are earlier bests of its own. */
+#define CS_SLOTS 4
+
+/* The values of MoveOrdering, in search/comparison.py's ORDERINGS order. */
+enum { CS_ORDER_CAPTURES_COMPARATOR = 0, CS_ORDER_COMPARATOR = 1, CS_ORDER_CAPTURES = 2 };
+
+/* Where a leaf kept by a node lives: its features and its line. */
+typedef struct {
+    float *features;
+    cb_move pv[CS_PLIES];
+} cs_storage;
+
+/* search/comparison.py's Leaf, as a view of storage that outlives it. */
+typedef struct {
+    const float *features;       /* NULL: not a position (a mate, a draw, a tablebase result, a bound) */
+    const cb_move *pv;
+    const cs_storage *owner;     /* the node's storage holding features and pv, or NULL */
+    int pv_length;
+    int bound;                   /* +1 / -1: the initial beta / alpha */
+    int mate_ply;                /* plies from the root to a mate, signed by the winner (> 0: White mates) */
+    int tablebase_ply;           /* plies from the root to a tablebase win, signed by the winner */
+    int draw;
+} cs_leaf;
+
+/* The best-move table: hackmate_core.lru.LruCache of transposition keys to moves, with its capacity. */
+typedef struct {
+    uint64_t key;
+    cb_move move;
+    int32_t older, newer;        /* the recency list, -1 at its ends */
+} cs_lru_entry;
+
+typedef struct {
+    cs_lru_entry *entries;       /* [capacity] */
+    int32_t *index;              /* linear probing: entry + 1, 0 empty */
+    uint64_t index_mask;
+    int32_t capacity, count, oldest, newest;
+} cs_lru;
+
+/* 0, or -1 out of memory (the table is then left as it was). */
+int cs_lru_init(cs_lru *lru, int32_t capacity);
+void cs_lru_free(cs_lru *lru);
+void cs_lru_clear(cs_lru *lru);
+/* A new capacity, keeping the most recent entries in their order; 0, or -1 out of memory (unchanged). */
+int cs_lru_resize(cs_lru *lru, int32_t capacity);
+/* The move stored for key (then the most recent), or 0. */
+cb_move cs_lru_get(cs_lru *lru, uint64_t key);
+/* Store move for key as the most recent, the least recent evicted beyond the capacity. */
+void cs_lru_put(cs_lru *lru, uint64_t key, cb_move move);
+
+/* Whether the search must stop now (nonzero), or -1 when the callback failed. */
+typedef int (*cs_stop_callback)(void *context, uint64_t nodes);
+/* A tablebase result for the position (+1, 0, -1 into *result): 1 when found, 0 when not covered, -1 failed. */
+typedef int (*cs_probe_callback)(void *context, const cb_position *position, int *result);
+
+typedef struct {
+    const cc_network *net;
+    int size;                            /* floats a position's features take (cc_feature_floats) */
+    cc_cache features;
+    cs_lru best_moves;
+    /* the options, read at each iteration */
+    int quiescence, ordering, hash_move, check_extension, late_move_reductions;
+    int iteration_depth;
+    /* the path from the root */
+    cb_position stack[CS_PLIES];
+    int64_t *accumulators;               /* [CS_PLIES][net->width] */
+    int accumulated[CS_PLIES];           /* whether a ply's accumulator is up to date (made when first needed) */
+    cb_move moves[CS_PLIES][CB_MAX_MOVES];
+    const float *children[CS_PLIES][CB_MAX_MOVES];   /* the children's features where the comparator ordered */
+    double order[CB_MAX_MOVES];          /* ordering keys of the node being ordered */
+    cc_workspace work;                   /* children whose features are computed together: */
+    int64_t *batch_accumulators;         /* [CC_BATCH][net->width] */
+    cb_position batch_positions[CC_BATCH];
+    float *batch_features[CC_BATCH];
+    float *arena;                        /* the children's features, a stack along the path */
+    size_t arena_top;
+    cs_storage slots[CS_PLIES][CS_SLOTS];
+    float *own[CS_PLIES];                /* each ply's position's features when it computes them */
+    float *even;                         /* the start position's: what a draw is worth */
+    float *root_features;
+    cs_storage root_storage;
+    cs_leaf root_best;                   /* the best leaf of the current iteration so far (root_first: its move) */
+    cb_move root_first;                  /* the first root move that improved in this iteration, 0: none yet */
+    uint64_t *keys;                      /* transposition keys of the game before the root, then of the path */
+    int key_count, key_capacity;
+    cb_move allowed[CB_MAX_MOVES];       /* the root moves the search may play, when allowed_count >= 0 */
+    int allowed_count;
+    uint64_t nodes;
+    int seldepth;
+    int aborted;                         /* stopped, or a callback failed (failed says which) */
+    int failed;
+    cs_stop_callback stop;
+    cs_probe_callback probe;             /* NULL: no tablebases */
+    int probe_max_pieces;
+    void *context;
+} cs_search;
+
+/* A search over net with tables of these sizes: NULL out of memory. */
+cs_search *cs_create(const cc_network *net, int32_t best_moves, uint64_t feature_slots);
+void cs_destroy(cs_search *search);
+/* A new root (an accepted position) and the transposition keys of the game's positions before it (count,
+ * oldest first): 0, or -1 out of memory. */
+int cs_start(cs_search *search, const cb_position *root, const uint64_t *keys, int count);
+/* One iteration at depth (ComparisonSearch._alphabeta at the root between the two bounds): 0 with the best leaf
+ * in *result, or 1 when stopped or a callback failed (root_first and root_best say how far it went). */
+int cs_search_root(cs_search *search, int depth, cs_leaf *result);
+
+#endif
