@@ -17,7 +17,7 @@ the evaluator runs it as it runs a network of the training package:
 
 The file is written under a temporary name and renamed, so a second load of the same network only opens it, and
 a half-written file is never read. No int8 copy is made, so the Precision option runs the converted file alone:
-quantised as tools/quantize.py does, maia-1900 kept fp32's top move on 92.6% of 5,000 positions of Carlsen's games
+quantised as `python -m training quantize` does, maia-1900 kept fp32's top move on 92.6% of 5,000 positions of Carlsen's games
 (97.9% mixed), the shipped network on 94.5% (99.5%), and a rating network's prediction is its top move.
 """
 

@@ -48,7 +48,8 @@ KIND = "resnet-policy-value"
 #: Metadata keys of how the policy encodes castling and queen promotions (:class:`evaluators.moves.PolicySlots`);
 #: a file without them (the training package's) has the king's two-square step and the push's slot.
 CASTLING_KEY, QUEEN_PROMOTION_KEY = "castling", "queen_promotion"
-#: Metadata key of an int8 file (``tools.quantize``): the SHA-256 of the fp32 file it was quantised from.
+#: Metadata key of an int8 file (``python -m training quantize``): the SHA-256 of the fp32 file it was quantised
+#: from.
 INT8_OF_KEY = "hackmate.int8_of"
 #: ``Precision``: fp32 alone; the int8 copy alone; or mixed, the int8 copy with fp32 deciding where it is unsure.
 PRECISIONS = ("fp32", "int8", "mixed")
@@ -87,7 +88,8 @@ class ResNetEvaluator(Evaluator):
                       help="softmax temperature of the policy head x100 (below 100 sharpens the priors)"),
                Option("Precision", "combo", "mixed", choices=PRECISIONS, attribute="precision",
                       help="fp32: the weights file alone; int8: its int8 copy (X-int8.onnx beside X.onnx, made by "
-                           "tools.quantize); mixed: the int8 copy, and fp32 again where its two best moves are close"),
+                           "python -m training quantize); mixed: the int8 copy, and fp32 again where its two best "
+                           "moves are close"),
                Option("MirrorRoot", "check", False, attribute="mirror_root",
                       help="average the root's priors with its a<->h mirror image's (positions without castling "
                            "rights; networks without history planes)"),
@@ -163,7 +165,7 @@ class ResNetEvaluator(Evaluator):
         if not self.int8_path.exists():
             self.int8_problem = (f"{self.source.name} is a Leela network, converted without an int8 copy"
                                  if self.path != self.source and self._int8_asked is None else
-                                 f"no int8 copy {self.int8_path.name} beside {self.path} (python -m tools.quantize)")
+                                 f"no int8 copy {self.int8_path.name} beside {self.path} (python -m training quantize)")
             return None
         try:
             session, metadata = open_session(self.int8_path, KIND, self.threads, self.backend)

@@ -11,8 +11,9 @@ that reaches the ply cap is drawn by adjudication. A mover loses by an illegal m
 their own policy (:mod:`hackmate_core.rules`); that policy judges lines, never ends a game.
 
 Matches between UCI engines (``tools.match``) keep their clocks in their movers and end decided games
-early through the ``adjudicate`` hook; the reinforcement-learning arena (``training.rl.arena``) plays
-networks, PUCT and random movers through the same runner.
+early through the ``adjudicate`` hook; the training package plays its self-play games (UCI engines for
+data, networks for reinforcement learning) and its evaluation games through the same runner, a mover
+recording what it needs of each move and the ``on_move`` hook doing the trainer's work between moves.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ MAX_PLIES = 400
 
 #: After each move, the game so far: ``(result, termination)`` to end it there, or None to play on.
 Adjudicator = Callable[[chess.Board], Optional[tuple[str, str]]]
+#: After each move, the board it was played on (the move on its stack; not to be modified) and the move.
+MoveHook = Callable[[chess.Board, chess.Move], None]
 
 WHITE_SCORES = {"1-0": 1.0, "1/2-1/2": 0.5, "0-1": 0.0}
 
@@ -93,10 +96,10 @@ class GameRecord:
 
 
 def play_game(white: Mover, black: Mover, opening: chess.Board, max_plies: int = MAX_PLIES,
-              adjudicate: Optional[Adjudicator] = None) -> GameRecord:
+              adjudicate: Optional[Adjudicator] = None, on_move: Optional[MoveHook] = None) -> GameRecord:
     """One game from ``opening`` (its move stack counts for repetitions) to its end.
 
-    In each position the rules come first, then ``adjudicate``, then the ply cap.
+    In each position the rules come first, then ``adjudicate``, then the ply cap; ``on_move`` after each move.
     """
     board = opening.copy()
     moves: list[chess.Move] = []
@@ -120,3 +123,5 @@ def play_game(white: Mover, black: Mover, opening: chess.Board, max_plies: int =
             return GameRecord(opening, moves, loss, f"rules infraction (illegal move {move} by {mover.name})")
         board.push(move)
         moves.append(move)
+        if on_move is not None:
+            on_move(board, move)

@@ -1,6 +1,6 @@
 """Where the user's cache lives: ``$HACKMATE_CACHE``, else ``~/.cache/hackmate``.
 
-Work kept between runs, outside the work tree, goes there: training's prepared corpus (``training.cache``) and the
+Work kept between runs, outside the work tree, goes there: training's prepared corpus (``training.data.cache``) and the
 engine's conversions of Leela networks (``evaluators.leela_convert``). One definition, so both always agree.
 """
 

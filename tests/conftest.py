@@ -108,10 +108,11 @@ def tiny_network(tmp_path_factory):
     Returns (checkpoint.pt, weights .pt, ONNX, positions trained on); trained once per test session.
     """
     pytest.importorskip("torch", reason="the training extra (torch) is not installed")
-    from training import dataset
-    from training.export import export_resnet
-    from training.train import TrainConfig, train
-    from training.weights import load_file, save_weights, weights_of
+    from training.configs import TrainConfig
+    from training.data import prepared as dataset
+    from training.resnet.export import export_resnet
+    from training.resnet.train import train
+    from training.resnet.weights import load_file, save_weights, weights_of
     root = tmp_path_factory.mktemp("tiny-network")
     samples, _ = dataset.build_samples([FIXTURES / "games.pgn"], "planes18", {}, workers=1, progress=False)
     dataset.save(samples, root / "data", {"encoding": "planes18", "files": ["games.pgn"]})

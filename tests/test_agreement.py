@@ -16,9 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from training.__main__ import cli
-from training.agreement import (BAD_ANSWER, ENGINE_CRASHED, NO_MOVE, Selection, ask_engine, parse_options,
-                                select_positions, wilson_interval)
-from training.corpus import game_identity
+from training.data.split import game_identity
+from training.uci.agreement import (BAD_ANSWER, ENGINE_CRASHED, NO_MOVE, Selection, ask_engine, parse_options,
+                                    select_positions, wilson_interval)
 
 BOOK_PLIES = 4
 PERIOD = 3  # small, so that a dozen games have some in the split and some out

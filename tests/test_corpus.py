@@ -20,10 +20,11 @@ from click.testing import CliRunner
 
 from evaluators.encoding import get_encoding
 from tests.conftest import needs_stockfish, stockfish_path
-from training import cache, corpus, shards
-from training.corpus import CorpusConfig, build, load_for_training, validation_split
 from training.__main__ import cli
-from training.generate import SelfPlayOptions, selfplay
+from training.configs import SelfPlayOptions
+from training.data import cache, corpus, shards, targets
+from training.data.corpus import CorpusConfig, build, load_for_training, prepare, validation_split
+from training.uci.selfplay import selfplay
 
 OPENING = ["e2e4", "e7e5", "g1f3", "b8c6"]  # every game starts so: positions repeat across games and files
 
@@ -90,8 +91,8 @@ def test_two_files_equal_their_concatenation_and_a_new_file_reuses_the_parts(tmp
     second = write_games(tmp_path / "b.pgn.xz", range(12, 24))
     both = write_games(tmp_path / "ab.pgn", range(0, 24))
     prepared = []
-    original = corpus.prepare_part
-    monkeypatch.setattr(corpus, "prepare_part", lambda path, *a, **k: prepared.append(path.name) or
+    original = prepare.prepare_part
+    monkeypatch.setattr(prepare, "prepare_part", lambda path, *a, **k: prepared.append(path.name) or
                         original(path, *a, **k))
     alone = make([first], validation_period=4)
     assert prepared == ["a.pgn"] and alone.parts[0].status == "prepared"
@@ -155,8 +156,8 @@ def test_records_match_the_shard_encoding_and_multipv_labels_win(tmp_path, cache
         if board == labelled_board:
             continue
         score = node.eval().pov(board.turn)
-        record = shards.make_record(board, encoding, [node.move], np.ones(1), np.array([shards.score_cp(score)]),
-                                    shards.wdl_target(score, board.ply()), 0, 0)
+        record = shards.make_record(board, encoding, [node.move], np.ones(1), np.array([targets.score_cp(score)]),
+                                    targets.wdl_target(score, board.ply()), 0, 0)
         row = rows[record.key]
         assert row[0] == record.planes.tobytes() and row[4] == record.policy_index.tolist()
         assert row[6] == record.policy_score.tolist() and row[7] == record.wdl.tobytes()
@@ -302,7 +303,8 @@ def test_truncated_or_corrupt_files_are_named_and_counted_and_the_rest_prepared(
 
 def test_train_validates_on_the_corpus_split(tmp_path, cache_dir):
     pytest.importorskip("torch")
-    from training.train import TrainConfig, load_data, train
+    from training.configs import TrainConfig
+    from training.resnet.train import load_data, train
     made = make([write_games(tmp_path / "a.pgn", range(6))], validation_period=3)
     held_out = made.manifest["counts"]["validation"]
     assert 0 < held_out < made.manifest["counts"]["positions"]

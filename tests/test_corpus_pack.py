@@ -16,8 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from tests.test_corpus import cache_dir, make, random_game, write_games  # noqa: F401 (cache_dir: a fixture)
-from training import corpus, corpus_pack, shards
 from training.__main__ import cli
+from training.data import corpus, shards, targets
+from training.data import pack as corpus_pack
 
 
 def write_multipv(path: Path) -> Path:
@@ -92,7 +93,7 @@ def test_derived_wdl_is_python_chess_sf15_1_model_for_every_score_and_ply():
     for (score, ply), row, has_one in zip(cases, got, known):
         engine = chess.engine.Mate(32000 - score) if score > 31000 else \
             chess.engine.Mate(-(32000 + score)) if score < -31000 else chess.engine.Cp(score)
-        expected = shards.wdl_target(engine, ply) if has_one else np.full(3, np.nan, dtype=np.float32)
+        expected = targets.wdl_target(engine, ply) if has_one else np.full(3, np.nan, dtype=np.float32)
         np.testing.assert_array_equal(row, expected, err_msg=f"{engine} at ply {ply}")
     assert got.dtype == np.float32
 
@@ -121,7 +122,8 @@ def test_probabilities_that_are_not_the_scores_soft_policy_are_packed(packed, tm
 
 def test_train_reads_a_pack_as_the_corpus(packed, tmp_path, monkeypatch):
     pytest.importorskip("torch")
-    from training.train import TrainConfig, load_data, train
+    from training.configs import TrainConfig
+    from training.resnet.train import load_data, train
     made, pack = packed
     held_out = made.manifest["counts"]["validation"]
     columns = [name for name in shards.TRAINING_COLUMNS if name != "key"] + ["validation"]
@@ -132,7 +134,7 @@ def test_train_reads_a_pack_as_the_corpus(packed, tmp_path, monkeypatch):
         from_corpus, corpus_meta = load_data(TrainConfig(data=[str(made.directory)], **settings))
         derived = []
         with monkeypatch.context() as patch:  # the pack's probabilities are derived once, at the asked temperature
-            patch.setattr(shards, "soft_policy", lambda *args, real=shards.soft_policy: derived.append(args[2]) or
+            patch.setattr(targets, "soft_policy", lambda *args, real=targets.soft_policy: derived.append(args[2]) or
                           real(*args))
             from_pack, pack_meta = load_data(TrainConfig(data=[str(pack)], **settings))
         assert derived == [temperature or corpus_pack.PROB_TEMPERATURE]

@@ -11,11 +11,13 @@ torch = pytest.importorskip("torch", reason="the training extra (torch) is not i
 
 from click.testing import CliRunner  # noqa: E402
 
-from training import distil as distil_module  # noqa: E402
-from training import shards  # noqa: E402
-from training.distil import DistilConfig, distil  # noqa: E402
-from training.evaluate import legal_mask  # noqa: E402
-from training.train import TrainConfig, load_source, train  # noqa: E402
+from training.configs import DistilConfig, TrainConfig  # noqa: E402
+from training.data import shards  # noqa: E402
+from training.data.sources import read_source as load_source  # noqa: E402
+from training.resnet import distil as distil_module  # noqa: E402
+from training.resnet.distil import distil  # noqa: E402
+from training.resnet.metrics import legal_mask  # noqa: E402
+from training.resnet.train import train  # noqa: E402
 from evaluators.encoding import get_encoding  # noqa: E402
 
 

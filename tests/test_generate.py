@@ -13,8 +13,10 @@ import chess.pgn
 import chess.polyglot
 
 from tests.conftest import needs_stockfish, stockfish_path
-from training.generate import OpeningBook, SelfPlayOptions, annotate, decisive_result, selfplay, summarize_games
-from training.pgn import ReadStats, iter_positions
+from hackmate_core.openings import OpeningBook
+from training.configs import SelfPlayOptions
+from training.data.pgn import ReadStats, decisive_result, iter_positions
+from training.uci.selfplay import annotate, selfplay, summarize_games
 
 GAMES = '[Event "a"]\n[Result "1-0"]\n\n1. e4 e5 2. Qh5 Nc6 3. Bc4 Nf6 4. Qxf7# 1-0\n\n' \
         '[Event "b"]\n[Result "0-1"]\n\n1. f3 e5 2. g4 Qh4# 0-1\n\n'

@@ -6,10 +6,11 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the training extra (torch) is not installed")
 
-from training.grow import grow  # noqa: E402
-from training.model import PolicyValueNet  # noqa: E402
-from training.train import TrainConfig, train  # noqa: E402
-from training.weights import WeightsError, load_file, load_network  # noqa: E402
+from training.configs import TrainConfig  # noqa: E402
+from training.resnet.grow import grow  # noqa: E402
+from training.resnet.model import PolicyValueNet  # noqa: E402
+from training.resnet.train import train  # noqa: E402
+from training.resnet.weights import WeightsError, load_file, load_network  # noqa: E402
 
 
 def trained_looking(blocks: int, filters: int, squeeze: int = 0) -> PolicyValueNet:
@@ -85,8 +86,8 @@ def test_an_se_network_trains_exports_and_plays_as_its_pt(tiny_network, tmp_path
     import numpy as np
 
     from evaluators.resnet import ResNetEvaluator
-    from training.export import export_resnet
-    from training.onnx_import import import_onnx
+    from training.resnet.export import export_resnet
+    from training.resnet.onnx_import import import_onnx
     checkpoint, weights, _, _ = tiny_network
     data = str(load_file(checkpoint)["config"]["data"][0])
     config = TrainConfig(data=[data], out=str(tmp_path / "se"), blocks=1, filters=8, epochs=1, batch_size=32,

@@ -16,9 +16,10 @@ from click.testing import CliRunner
 from evaluators.encoding import get_encoding
 from evaluators.moves import move_to_index
 from tests.conftest import FIXTURES, needs_stockfish, stockfish_path
-from training import shards
-from training.label import LabelConfig, label
-from training.pgn import DataError, ReadStats
+from training.configs import LabelConfig
+from training.data import multipv, shards, targets
+from training.data.pgn import DataError, ReadStats
+from training.uci.label import label
 
 GAMES = FIXTURES / "games.pgn"
 PLANES18 = get_encoding("planes18")
@@ -41,30 +42,30 @@ def rows_sum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 def test_soft_policy_and_wdl_targets():
     board = chess.Board()
-    record = shards.engine_label(board, PLANES18, [("e2e4", 30, None), ("d2d4", 25, None), ("g1f3", -10, None)],
+    record = targets.engine_label(board, PLANES18, [("e2e4", 30, None), ("d2d4", 25, None), ("g1f3", -10, None)],
                                  60.0, 1, 7)
     assert record.policy_prob.sum() == pytest.approx(1.0, abs=1e-6)
     assert record.policy_prob.argmax() == 0 and record.policy_prob[1] / record.policy_prob[0] == \
         pytest.approx(np.exp(-5 / 60), rel=1e-5)
     assert record.policy_index[0] == move_to_index(chess.Move.from_uci("e2e4"), chess.WHITE)
     assert record.wdl.sum() == pytest.approx(1.0) and record.wdl[1] > 0.5  # +30 cp at the start: mostly drawn
-    mate = shards.engine_label(chess.Board("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"), PLANES18,
+    mate = targets.engine_label(chess.Board("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"), PLANES18,
                                [("a1a8", None, 1), ("a1a7", 900, None), ("g1f1", None, -3)], 60.0, -128, -1)
     assert mate.policy_score.tolist() == [31999, 900, -31997]
     assert mate.policy_prob[0] == pytest.approx(1.0) and mate.wdl.tolist() == [1.0, 0.0, 0.0]
-    two_rows = shards.soft_policy(np.array([100, 0, 5, 5, 5]), np.array([0, 2, 5]), 50.0)
+    two_rows = targets.soft_policy(np.array([100, 0, 5, 5, 5]), np.array([0, 2, 5]), 50.0)
     np.testing.assert_allclose(two_rows, [1 / (1 + np.exp(-2)), 1 / (1 + np.exp(2)), 1 / 3, 1 / 3, 1 / 3], rtol=1e-6)
-    assert shards.side_result("0-1", chess.BLACK) == 1 and shards.side_result("*", chess.WHITE) == -128
+    assert targets.side_result("0-1", chess.BLACK) == 1 and targets.side_result("*", chess.WHITE) == -128
 
 
 def synthetic_records(count: int, start: int = 0) -> list[shards.Record]:
     """Positions of the fixture games labelled with made-up scores of three legal moves (no engine needed)."""
-    from training.pgn import iter_positions
+    from training.data.pgn import iter_positions
     records = []
     for position in list(iter_positions(GAMES, ReadStats()))[start:start + count]:
         moves = sorted(position.board.legal_moves, key=lambda m: m.uci())[:3]
         lines = [(m.uci(), cp, None) for m, cp in zip(moves, (40, 0, -300))]
-        records.append(shards.engine_label(position.board, PLANES18, lines, 60.0, position.result, position.game))
+        records.append(targets.engine_label(position.board, PLANES18, lines, 60.0, position.result, position.game))
     return records
 
 
@@ -95,7 +96,7 @@ def test_shard_round_trip_and_selection(tmp_path):
 
 def test_select_only_writes_what_label_would_select(tmp_path):
     from training.__main__ import cli
-    from training.label import Summary, select_positions
+    from training.uci.label import Summary, select_positions
     write_synthetic(tmp_path / "test", 3)
     arguments = ["--per-game", "3", "--min-ply", "8", "--seed", "5", "--exclude", str(tmp_path / "test")]
     result = CliRunner().invoke(cli, ["label", str(FIXTURES / "games.pgn"), "--select-only",
@@ -148,7 +149,7 @@ def test_multipv_file_conversion(tmp_path):
     with gzip.open(source, "wt") as handle:
         handle.write("\n".join(json.dumps(line) for line in lines) + "\n")
     stats = ReadStats()
-    arrays = shards.from_jsonl(source, PLANES18, 60.0, stats, progress=False)
+    arrays = multipv.from_jsonl(source, PLANES18, 60.0, stats, progress=False)
     assert len(arrays["key"]) == 2 and stats.skipped["bad labelled lines"] == 1
     assert any("labels.jsonl.gz line 3" in error for error in stats.errors)
     np.testing.assert_array_equal(arrays["result"], [1, -1])  # Black to move in a game White won
@@ -160,7 +161,7 @@ def test_multipv_file_conversion(tmp_path):
     truncated = tmp_path / "cut.jsonl.gz"
     truncated.write_bytes(gzip.compress(("\n".join(json.dumps(lines[0]) for _ in range(2000))).encode())[:-50])
     with pytest.raises(DataError, match="cut.jsonl.gz: unreadable or truncated"):
-        shards.from_jsonl(truncated, PLANES18, progress=False)
+        multipv.from_jsonl(truncated, PLANES18, progress=False)
 
 
 @needs_stockfish
@@ -253,7 +254,7 @@ def test_ray_tasks_give_the_same_labels(tmp_path):
 
 @needs_stockfish
 def test_label_speed_prints_and_writes_its_table(tmp_path):
-    from training.label_speed import main as label_speed
+    from training.__main__ import label_speed_command as label_speed
     out = tmp_path / "speed.json"
     result = CliRunner().invoke(label_speed, [str(GAMES), "--engine", stockfish_path(), "--positions", "3",
                                               "--nodes", "50", "--multipv", "1", "--multipv", "2", "--out", str(out)])
@@ -267,12 +268,12 @@ def test_label_speed_prints_and_writes_its_table(tmp_path):
 @needs_stockfish
 def test_engine_agreement_with_its_own_labels_is_complete(tmp_path):
     """The labeller's setting, measured against its own labels, names every best move (labels repeat)."""
-    from training.evaluate import evaluate_engine
+    from training.uci.label import evaluate_engine
     label(labelled(tmp_path), progress=False)
     figures = evaluate_engine(stockfish_path(), 60, 3, tmp_path / "labels", positions=0, progress=False)
     assert figures["positions"] == 12 and figures["top1"] == 1.0 and figures["top3"] == 1.0
     sampled = evaluate_engine(stockfish_path(), 60, 3, tmp_path / "labels", positions=5, seed=3, progress=False)
     assert sampled["positions"] == 5
-    from training.label import LabelError
+    from training.uci.engines import EngineFailure as LabelError
     with pytest.raises(LabelError, match="cannot start"):
         evaluate_engine(str(tmp_path / "no-engine"), 60, 3, tmp_path / "labels", progress=False)

@@ -4,6 +4,11 @@ Read from the source with ``ast`` (nothing is imported), lazy imports inside fun
 import is still a dependency, only a later one. Levels, top to bottom: tools and training (beside each other,
 neither importing the other), engine, search, evaluators, and the ground floor: hackmate_core, with the
 shipped networks (hackmate_weights, the folder weights/).
+
+Inside training the floors are declared the same way (TRAINING_LEVELS), top to bottom: the command line, the GPU
+recipe, reinforcement learning, the three families beside each other (the policy-value network, DeepChess, UCI
+engines at work), the settings, the data, and the ground (errors, devices, network files, options, figures,
+processes); and its modules import each other in no cycle.
 """
 
 from __future__ import annotations
@@ -22,6 +27,17 @@ APART = {frozenset({"tools", "training"})}
 PACKAGE_OF_FOLDER = {"weights": "hackmate_weights"}
 #: Folders with an __init__.py that are not packages of the project.
 NOT_PACKAGES = {"tests"}
+#: The floors inside training: a module (or every module of a subpackage) and its level; a module imports from
+#: its own level and below.
+TRAINING_LEVELS = {"training.__main__": 6, "training.recipes": 5, "training.rl": 4,
+                   "training.resnet": 3, "training.deepchess": 3, "training.uci": 3,
+                   "training.configs": 2, "training.data": 1,
+                   "training": 0, "training.errors": 0, "training.device": 0, "training.network_files": 0,
+                   "training.onnx_metadata": 0, "training.config_cli": 0, "training.readable": 0,
+                   "training.processes": 0}
+#: Floors of training on the same level that must not import each other.
+TRAINING_APART = {frozenset({"training.resnet", "training.deepchess"}), frozenset({"training.resnet", "training.uci"}),
+                  frozenset({"training.deepchess", "training.uci"})}
 
 
 def packages() -> dict[str, Path]:
@@ -58,6 +74,42 @@ def dependencies() -> list[tuple[str, str, int, str, str]]:
                 target = imported.split(".")[0]
                 if target in ours and target != package:
                     edges.append((package, path.relative_to(ROOT).as_posix(), line, imported, target))
+    return edges
+
+
+def training_modules() -> dict[str, Path]:
+    """Every module of training by its dotted name (a package by its own name), with its file."""
+    folder = ROOT / "training"
+    modules = {}
+    for path in sorted(folder.rglob("*.py")):
+        parts = ["training", *path.relative_to(folder).with_suffix("").parts]
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def training_floor(module: str) -> str:
+    """The key of TRAINING_LEVELS that holds ``module``: the longest that is the module or a package above it
+    (the bare ``training`` only for the package's own __init__)."""
+    keys = [key for key in TRAINING_LEVELS if module == key or (key != "training" and module.startswith(key + "."))]
+    assert keys, f"give {module} a floor in TRAINING_LEVELS (tests/test_layers.py)"
+    return max(keys, key=len)
+
+
+def training_dependencies() -> list[tuple[str, int, str]]:
+    """(module, line, module imported) for every import of a training module by another, ``from P import M``
+    counted as an import of the module P.M where there is one."""
+    modules = training_modules()
+    edges = []
+    for module, path in modules.items():
+        is_package = path.name == "__init__.py"
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {node.lineno: [alias.name for alias in node.names] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom)}
+        for line, imported in imported_modules(path.read_text(encoding="utf-8"), module, is_package):
+            if imported.split(".")[0] != "training":
+                continue
+            targets = [f"{imported}.{name}" for name in names.get(line, []) if f"{imported}.{name}" in modules]
+            edges += [(module, line, target) for target in targets or [imported]]
     return edges
 
 
@@ -105,3 +157,30 @@ def test_the_checks_see_lazy_and_relative_imports_and_cycles():
     assert imported_modules("from .. import x\n", "training.rl", True) == [(1, "training")]
     assert cycles({("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")}) == [["a", "b", "c", "a"]]
     assert cycles({("a", "b"), ("b", "c")}) == []
+
+
+def test_every_training_module_has_a_floor():
+    for module in training_modules():
+        training_floor(module)
+
+
+def test_no_training_module_imports_from_a_floor_above_its_own():
+    wrong = []
+    for module, line, imported in training_dependencies():
+        own, other = training_floor(module), training_floor(imported)
+        if TRAINING_LEVELS[other] > TRAINING_LEVELS[own]:
+            wrong.append(f"{module}:{line} imports {imported}: {other} is above {own}")
+        elif frozenset({own, other}) in TRAINING_APART:
+            wrong.append(f"{module}:{line} imports {imported}: {own} and {other} stay apart")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_training_modules_import_each_other_in_no_cycle():
+    found = cycles({(module, imported) for module, _, imported in training_dependencies() if module != imported})
+    assert not found, "\n".join(" -> ".join(cycle) for cycle in found)
+
+
+def test_the_training_floors_are_found_by_module():
+    assert training_floor("training.data.corpus.join") == "training.data"
+    assert training_floor("training.rl") == "training.rl" and training_floor("training") == "training"
+    assert training_floor("training.errors") == "training.errors"

@@ -1,4 +1,4 @@
-"""tools.quantize: an int8 copy of a network that the engine loads like the fp32 one, and the comparison."""
+"""`training quantize`: an int8 copy of a network that the engine loads like the fp32 one, and the comparison."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ pytest.importorskip("onnx", reason="quantisation needs the training extra (onnx)
 
 def test_quantized_network_loads_in_the_engine_and_stays_close(tiny_network, tmp_path):
     from evaluators.resnet import ResNetEvaluator
-    from tools.quantize import outputs, pgn_positions, quantize
+    from engine.network_comparison import outputs, pgn_positions
+    from training.resnet.quantize import quantize
     network = tiny_network[2]
     boards = pgn_positions(FIXTURES / "games.pgn", 200)
     quantized = tmp_path / "int8.onnx"
@@ -28,7 +29,7 @@ def test_quantized_network_loads_in_the_engine_and_stays_close(tiny_network, tmp
 
 def test_shipped_int8_network_is_the_shipped_network_quantised():
     from evaluators.resnet import INT8_OF_KEY, ResNetEvaluator, file_digest
-    from tools.quantize import outputs, pgn_positions
+    from engine.network_comparison import outputs, pgn_positions
     fp32, int8 = ROOT / "weights" / "resnet.onnx", ROOT / "weights" / "resnet-int8.onnx"
     ours = {key: value for key, value in ResNetEvaluator(int8).metadata.items() if not key.startswith("onnx.")}
     assert ours.pop(INT8_OF_KEY) == file_digest(fp32)  # what mixed precision pairs it by
@@ -50,7 +51,8 @@ def test_mixed_precision_asks_fp32_exactly_where_int8_is_unsure_and_refuses_anot
 
     from evaluators.resnet import MIXED_MARGIN, ResNetEvaluator, int8_companion
     from tests.uci_inprocess import Driver
-    from tools.quantize import mixed_outputs, pgn_positions, quantize
+    from engine.network_comparison import mixed_outputs, pgn_positions
+    from training.resnet.quantize import quantize
     network = tmp_path / "net.onnx"
     shutil.copyfile(tiny_network[2], network)
     boards = pgn_positions(FIXTURES / "games.pgn", 300)
@@ -111,7 +113,7 @@ def test_openvino_comparison_matches_onnxruntime_in_f32(tiny_network, monkeypatc
     from click.testing import CliRunner
 
     from tools import openvino_compare
-    from tools.quantize import outputs, pgn_positions
+    from engine.network_comparison import outputs, pgn_positions
     network = tiny_network[2]
     monkeypatch.setitem(__import__("sys").modules, "openvino", None)  # as on a machine without it
     result = CliRunner().invoke(openvino_compare.main, [str(network), "--positions", str(FIXTURES / "games.pgn")])
@@ -126,7 +128,7 @@ def test_openvino_comparison_matches_onnxruntime_in_f32(tiny_network, monkeypatc
 
 def test_positions_come_from_compressed_games_too(tmp_path):
     import lzma
-    from tools.quantize import pgn_positions
+    from engine.network_comparison import pgn_positions
     packed = tmp_path / "games.pgn.xz"
     packed.write_bytes(lzma.compress((FIXTURES / "games.pgn").read_bytes()))
     assert [b.fen() for b in pgn_positions(packed, 50)] == [b.fen() for b in pgn_positions(FIXTURES / "games.pgn", 50)]

@@ -10,7 +10,7 @@ import pytest
 
 from evaluators.encoding import get_encoding
 from evaluators.moves import move_to_index
-from training import replay
+from training.data import successors as replay
 
 ENCODING = get_encoding("planes18")
 

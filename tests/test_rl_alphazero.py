@@ -19,12 +19,12 @@ from evaluators.resnet import ResNetEvaluator  # noqa: E402
 from search.base import SearchControl  # noqa: E402
 from search.puct import PuctSearch  # noqa: E402
 from tests.conftest import ROOT, engine_command  # noqa: E402
-from training import shards  # noqa: E402
 from training.__main__ import cli  # noqa: E402
-from training.export import export_resnet  # noqa: E402
-from training.model import PolicyValueNet  # noqa: E402
+from training.data import shards  # noqa: E402
+from training.resnet.export import export_resnet  # noqa: E402
+from training.resnet.model import PolicyValueNet  # noqa: E402
+from training.resnet.weights import FORMAT, VERSION, save_weights  # noqa: E402
 from training.rl.alphazero import AlphaZeroConfig, RootNoise, games_done, self_play, visit_distribution  # noqa: E402
-from training.weights import FORMAT, VERSION, save_weights  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,9 @@ import chess
 from click.testing import CliRunner
 
 from tests.conftest import needs_stockfish
-from training.rl.arena import Mover, MoverSpec, RandomMover, play_game, play_match, random_openings
+from hackmate_core.games import Mover, play_game
+from hackmate_core.openings import random_openings
+from training.rl.arena import MoverSpec, RandomMover, play_match
 
 
 class Fixed(Mover):

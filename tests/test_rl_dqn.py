@@ -22,8 +22,9 @@ from search.base import SearchControl  # noqa: E402
 from search.puct import PuctSearch  # noqa: E402
 from training.rl.dqn import (DQNConfig, expert_cross_entropy, expert_margin_loss, td_loss, td_targets,  # noqa: E402
                              train_dqn)
-from training.rl.replay import ReplayBuffer, game_transitions, observe, unpack_bits, white_material  # noqa: E402
-from training.weights import WeightsError  # noqa: E402
+from training.device import unpack_bits  # noqa: E402
+from training.network_files import WeightsError  # noqa: E402
+from training.rl.buffer import ReplayBuffer, game_transitions, observe, white_material  # noqa: E402
 
 ENCODING = get_encoding("planes18")
 

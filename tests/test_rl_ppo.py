@@ -14,10 +14,10 @@ torch = pytest.importorskip("torch", reason="the training extra (torch) is not i
 
 from evaluators.resnet import ResNetEvaluator  # noqa: E402
 from tests.conftest import FIXTURES, ROOT, engine_command, needs_stockfish  # noqa: E402
-from training.model import PolicyValueNet  # noqa: E402
+from training.resnet.model import PolicyValueNet  # noqa: E402
 from training.rl.ppo import (Curriculum, PPOConfig, central_control, gae, masked_policy, ppo_loss,  # noqa: E402
                              reset_value_head, tempered, train_ppo)
-from training.weights import FORMAT, VERSION, save_weights  # noqa: E402
+from training.resnet.weights import FORMAT, VERSION, save_weights  # noqa: E402
 
 
 def test_gae_matches_hand_computed_values_and_stops_at_episode_ends():

@@ -10,9 +10,9 @@ import pytest
 torch = pytest.importorskip("torch", reason="the training extra (torch) is not installed")
 
 from tests.conftest import FIXTURES, ROOT  # noqa: E402
-from training.export import export_resnet  # noqa: E402
-from training.onnx_import import calibration_boards, import_onnx  # noqa: E402
-from training.weights import load_network  # noqa: E402
+from training.resnet.export import export_resnet  # noqa: E402
+from training.resnet.onnx_import import calibration_boards, import_onnx  # noqa: E402
+from training.resnet.weights import load_network  # noqa: E402
 
 SHIPPED_ONNX = ROOT / "weights" / "resnet.onnx"
 SHIPPED_PT = ROOT / "weights" / "resnet.pt"

@@ -17,12 +17,14 @@ torch = pytest.importorskip("torch", reason="the training extra (torch) is not i
 
 from tests.conftest import FIXTURES, ROOT, needs_stockfish, stockfish_path  # noqa: E402
 from tests.test_labelling import write_synthetic  # noqa: E402
-from training import shards  # noqa: E402
-from training.evaluate import evaluate_network  # noqa: E402
-from training.export import export_resnet  # noqa: E402
-from training.losses import gather_policy, soft_policy_loss  # noqa: E402
-from training.train import TrainConfig, load_data, mirror_half, run_finished, train, uses_bf16  # noqa: E402
-from training.weights import WeightsError, load_file, load_network, save_weights, weights_of  # noqa: E402
+from training.configs import TrainConfig  # noqa: E402
+from training.data import shards  # noqa: E402
+from training.device import uses_bf16  # noqa: E402
+from training.resnet.export import export_resnet  # noqa: E402
+from training.resnet.losses import gather_policy, soft_policy_loss  # noqa: E402
+from training.resnet.metrics import evaluate_network  # noqa: E402
+from training.resnet.train import load_data, mirror_half, run_finished, train  # noqa: E402
+from training.resnet.weights import WeightsError, load_file, load_network, save_weights, weights_of  # noqa: E402
 
 
 def test_sparse_soft_policy_loss_matches_the_dense_one():
@@ -179,7 +181,7 @@ def test_a_device_this_machine_lacks_is_refused_before_any_work(tiny_network, tm
 
 
 def test_weight_average_is_a_running_mean_that_forgets_after_max_n():
-    from training.swa import WeightAverage
+    from training.resnet.swa import WeightAverage
     layer = torch.nn.BatchNorm1d(1)
     plain, forgetting = WeightAverage(0), WeightAverage(1)
     for value in (1.0, 2.0, 3.0):
@@ -271,7 +273,7 @@ def test_files_that_are_not_weights_are_refused(tiny_network, tmp_path):
 
 @needs_stockfish
 def test_gpu_recipe_at_toy_scale_then_the_engine_plays_with_its_network(tmp_path):
-    from training.gpu_recipe import main
+    from training.recipes.gpu import main
     write_synthetic(tmp_path / "test", 10, start=200)
     arguments = [str(FIXTURES / "games.pgn"), "--out", str(tmp_path / "out"), "--engine", stockfish_path(),
                  "--nodes", "60", "--multipv", "3", "--per-game", "3", "--min-ply", "8", "--workers", "2",
@@ -302,7 +304,7 @@ def test_gpu_recipe_at_toy_scale_then_the_engine_plays_with_its_network(tmp_path
 
 
 def test_gpu_recipe_trains_on_carried_data_alone_without_an_engine(tiny_network, tmp_path):
-    from training.gpu_recipe import main
+    from training.recipes.gpu import main
     write_synthetic(tmp_path / "shards", 40)
     write_synthetic(tmp_path / "test", 10, start=200)
     prepared = tiny_network[0].parent.parent / "data"  # a one-hot `prepare` dataset, trained on beside the labels

@@ -15,7 +15,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from training import gpu_recipe
+from training.recipes import gpu as gpu_recipe
 from training.__main__ import cli
 from training.config_cli import DEVICES, SEED, ConfigOption, field_default, options_from, setting
 from training.readable import figures_text, record_line

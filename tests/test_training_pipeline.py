@@ -16,10 +16,11 @@ from evaluators.base import LoadError  # noqa: E402
 from evaluators.resnet import ResNetEvaluator  # noqa: E402
 from search.base import SearchControl  # noqa: E402
 from search.puct import PuctSearch  # noqa: E402
-from training import dataset  # noqa: E402
-from training.export import write_metadata  # noqa: E402
-from training.pgn import DataError, ReadStats, iter_epd, iter_positions  # noqa: E402
-from training.train import load_checkpoint  # noqa: E402
+from training.data import prepared as dataset  # noqa: E402
+from training.data import shards  # noqa: E402
+from training.data.pgn import DataError, ReadStats, iter_epd, iter_positions  # noqa: E402
+from training.onnx_metadata import write_metadata  # noqa: E402
+from training.resnet.weights import load_network as load_checkpoint  # noqa: E402
 
 PGN = """[Event "a"]
 [White "x"]
@@ -105,14 +106,14 @@ def test_dataset_roundtrip_and_dedupe(pgn_file, tmp_path):
     dataset.save(samples, tmp_path / "ds", {"encoding": "planes18"})
     arrays, meta = dataset.load(tmp_path / "ds")
     assert meta["samples"] == len(samples)
-    inputs = dataset.to_inputs(np.asarray(arrays["planes"][:1]), np.asarray(arrays["rule50"][:1]),
+    inputs = shards.to_inputs(np.asarray(arrays["planes"][:1]), np.asarray(arrays["rule50"][:1]),
                                dataset.get_encoding("planes18"))
     from evaluators.encoding import get_encoding
     np.testing.assert_array_equal(inputs[0], get_encoding("planes18").encode(chess.Board()))
 
 
 def test_value_targets_mix_result_and_eval():
-    from training.losses import value_target
+    from training.resnet.losses import value_target
     wdl = torch.tensor([[np.nan] * 3, [0.2, 0.6, 0.2], [0.5, 0.5, 0.0], [np.nan] * 3])
     target, weight = value_target(wdl, torch.tensor([1, 0, -1, -128], dtype=torch.int8), 0.5)
     np.testing.assert_allclose(target[:3].sum(1), 1.0, rtol=1e-6)

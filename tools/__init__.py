@@ -1,1 +1,2 @@
-"""Tools around the engine: the match runner and its statistics."""
+"""User tools around the engine, run from a checkout: matches and their statistics, test suites, perft, latency,
+mutation checks of the tests, and OpenVINO against onnxruntime (each module and script says what it is for)."""

@@ -1,7 +1,7 @@
 """OpenVINO against onnxruntime for a ResNet policy-value network: agreement and speed on this CPU.
 
 The issue that tuned the network runtime named OpenVINO in bf16 as a candidate for CPUs with AVX-512 BF16.
-This measures it the way ``tools.quantize`` measures int8: the policy's top legal move and the value W - L
+This measures it the way ``python -m training quantize`` measures int8: the policy's top legal move and the value W - L
 against onnxruntime fp32 on real positions, and positions per second at batch 16 with 1 and 2 threads, for
 OpenVINO's f32, bf16 and f16 inference precisions. OpenVINO is not a dependency: ``pip install openvino``.
 """
@@ -17,7 +17,7 @@ import click
 import numpy as np
 
 from evaluators.resnet import ResNetEvaluator
-from tools.quantize import evaluator_outputs, outputs, pgn_positions, throughput
+from engine.network_comparison import evaluator_outputs, outputs, pgn_positions, throughput
 
 PRECISIONS = ("f32", "bf16", "f16")
 BATCH = 16
@@ -58,7 +58,7 @@ class OpenVinoResNet(ResNetEvaluator):
 
 
 def openvino_outputs(network: Path, precision: str, boards: list[chess.Board]) -> tuple[list[str], np.ndarray]:
-    """Each position's top legal move and value W - L by OpenVINO at ``precision`` (as quantize.outputs)."""
+    """Each position's top legal move and value W - L by OpenVINO at ``precision`` (as network_comparison.outputs)."""
     return evaluator_outputs(OpenVinoResNet(network, precision), boards)
 
 

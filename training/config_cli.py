@@ -9,8 +9,11 @@ A config field declares its default and help with :func:`setting` (a plain
   path giving a ``Path``), else from the default;
 - ``--flag`` for a boolean that defaults to false, ``--flag/--no-flag`` for one
   that defaults to true;
-- a ``click.Choice`` where the field's metadata lists ``choices``;
-- a repeatable option for a list field, given to the command as a list;
+- a ``click.Choice`` where the field's metadata lists ``choices``, a click path
+  (a file, a folder, existing or not) where it says ``path``, a range where it
+  says ``bounds``;
+- a repeatable option for a list field, given to the command as a list, and for
+  a tuple field, given as a tuple;
 - required where the field has no default.
 
 ``python -m training`` then builds its configs from what the options give, and
@@ -35,9 +38,20 @@ ALL_CORES = os.cpu_count() or 1
 Command = TypeVar("Command", bound=Callable[..., Any])
 
 
-def setting(default: Any = dataclasses.MISSING, help: str = "", *, choices: Sequence[str] = ()) -> Any:
-    """A dataclass field with its command-line help (and allowed values); a list default is copied per instance."""
-    metadata = {"help": help, **({"choices": tuple(choices)} if choices else {})}
+#: What a ``path`` setting names, as click checks it.
+PATH_KINDS = {"file": {"dir_okay": False}, "folder": {"file_okay": False}, "any": {}}
+
+
+def setting(default: Any = dataclasses.MISSING, help: str = "", *, choices: Sequence[str] = (), path: str = "",
+            exists: bool = False, bounds: tuple = (), metavar: str = "") -> Any:
+    """A dataclass field with its command-line help and what its values may be: one of ``choices``; a file-system
+    path (``path``: "file", "folder" or "any"), ``exists`` already where it must; a number within ``bounds``
+    (lowest, highest; None: no bound; a third item True: the lowest itself excluded); ``metavar`` names its value
+    in the help. A list default is copied per instance."""
+    if path and path not in PATH_KINDS:
+        raise ValueError(f"path is one of {', '.join(PATH_KINDS)}, not {path!r}")
+    given = {"choices": tuple(choices), "path": path, "exists": exists, "bounds": tuple(bounds), "metavar": metavar}
+    metadata = {"help": help, **{key: value for key, value in given.items() if value}}
     if isinstance(default, list):
         return dataclasses.field(default_factory=lambda: list(default), metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -102,29 +116,39 @@ def options_from(config: type, *, only: Iterable[str] = (), skip: Iterable[str] 
 def _option(item: dataclasses.Field, hint: Any, declaration: Optional[str]) -> tuple[str, dict[str, Any]]:
     """The declaration and click.option keywords of one field."""
     default = field_default(item)
-    keywords: dict[str, Any] = {"help": item.metadata.get("help", "")}
+    metadata = item.metadata
+    keywords: dict[str, Any] = {"help": metadata.get("help", "")}
     value_type = _unwrap_optional(hint)
-    is_list = typing.get_origin(value_type) is list
-    if is_list:
+    container = typing.get_origin(value_type)
+    if container in (list, tuple):
         value_type = typing.get_args(value_type)[0]
     if default is dataclasses.MISSING:
         keywords["required"] = True
     else:
         keywords["default"] = default
-        keywords["show_default"] = default not in (None, "", []) and not (value_type is bool and not default)
+        keywords["show_default"] = default not in (None, "", [], ()) and not (value_type is bool and not default)
     name = "--" + item.name.replace("_", "-")
     if value_type is bool:
         keywords["is_flag"] = True
         return declaration or (f"{name}/--no-{name[2:]}" if default is True else name), keywords
-    if "choices" in item.metadata:
-        keywords["type"] = click.Choice(item.metadata["choices"])
-    elif value_type is Path:
-        keywords["type"] = click.Path(path_type=Path)
+    if "choices" in metadata:
+        keywords["type"] = click.Choice(metadata["choices"])
+    elif "path" in metadata or value_type is Path:
+        keywords["type"] = click.Path(exists=metadata.get("exists", False), path_type=Path if value_type is Path
+                                      else None, **PATH_KINDS[metadata.get("path", "any")])
+    elif "bounds" in metadata:
+        low, high, *low_open = metadata["bounds"]
+        kind = click.IntRange if value_type is int else click.FloatRange
+        keywords["type"] = kind(low, high, min_open=True) if any(low_open) else kind(low, high)
     elif value_type in (int, float, str):
         keywords["type"] = value_type
-    if is_list:
+    if "metavar" in metadata:
+        keywords["metavar"] = metadata["metavar"]
+    if container is list:
         keywords["multiple"] = True
         keywords["callback"] = _as_list
+    elif container is tuple:
+        keywords["multiple"] = True
     return declaration or name, keywords
 
 

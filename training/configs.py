@@ -1,9 +1,10 @@
 """The settings of every training command, each with its default and help: their one home.
 
-The modules that run them take these dataclasses (``training.train.train(TrainConfig(...))``),
+The modules that run them take these dataclasses (``training.resnet.train.train(TrainConfig(...))``),
 ``python -m training`` makes its options from them (training.config_cli) and
-training.gpu_recipe passes them on. This module imports no PyTorch, so that the
-command line starts at once and commands without a network run without it.
+training.recipes.gpu passes them on. This module imports no PyTorch, so that the
+command line starts at once and commands without a network run without it. (The corpus's settings are its own,
+training.data.corpus.config.)
 """
 
 from __future__ import annotations
@@ -14,19 +15,22 @@ from typing import Optional
 
 from evaluators.encoding import ENCODINGS
 from training.config_cli import ALL_CORES, device_setting, seed_setting, setting
-from training.shards import DEFAULT_TEMPERATURE
+from training.data.corpus.config import CorpusConfig
+from training.data.shards import DEFAULT_ENCODING
+from training.data.targets import DEFAULT_TEMPERATURE
 
 EVERY_RANDOM_CHOICE = "Seed of every random choice (games, sampling, noise)."
 
 
 @dataclass
 class TrainConfig:
-    """Supervised policy-value training (training.train)."""
+    """Supervised policy-value training (training.resnet.train)."""
 
     data: list[str] = setting(help="A joined corpus (e.g. ~/.cache/hackmate/corpus) or its pack (corpus-pack), "
                                    "label-shard directories, old `prepare` datasets and MultiPV .jsonl(.gz) files, "
-                                   "in any mix; a corpus and a pack bring their own validation split.")
-    out: str = setting(help="Run directory.")
+                                   "in any mix; a corpus and a pack bring their own validation split.",
+                              path="any", exists=True)
+    out: str = setting(help="Run directory.", path="folder")
     blocks: int = setting(6, "Residual blocks of the network.")
     filters: int = setting(64, "Channels of every residual block.")
     epochs: int = setting(4, "Passes over the training data (with --budget-minutes: a cap).")
@@ -65,7 +69,7 @@ class TrainConfig:
                               "this many units (Lc0's SE-ResNet; 0: none). With --init --grow an SE-less network "
                               "gains them as identities.")
     exclude: list[str] = setting([], "Shard directory (e.g. the test set) whose positions are dropped from the data "
-                                     "(repeatable).")
+                                     "(repeatable).", path="folder", exists=True)
     max_minutes: float = setting(0.0, "Stop at a batch boundary after this long with a resumable checkpoint (0: no "
                                       "limit).")
     budget_minutes: float = setting(0.0, "Length of the run in minutes spent training and validating, summed over "
@@ -84,7 +88,7 @@ class TrainConfig:
 
 @dataclass
 class LabelConfig:
-    """Labelling positions with an engine's top moves (training.label)."""
+    """Labelling positions with an engine's top moves (training.uci.label)."""
 
     sources: list[Path] = setting(help="PGN/EPD files (plain, .gz, .bz2, .xz) whose positions are labelled.")
     out: Path = setting(help="Shard directory.")
@@ -100,25 +104,50 @@ class LabelConfig:
     max_positions: int = setting(0, "Select at most this many positions in all, those labelled by earlier runs "
                                     "included (0: all).")
     exclude: list[Path] = setting([], "Shard directory whose positions are never labelled here, e.g. the test set "
-                                      "(repeatable).")
-    encoding: str = setting("planes18", "Board encoding of the shards.", choices=tuple(ENCODINGS))
+                                      "(repeatable).", path="folder", exists=True)
+    encoding: str = setting(DEFAULT_ENCODING, "Board encoding of the shards.", choices=tuple(ENCODINGS))
     shard_size: int = setting(4096, "Positions per shard.")
     ray: Optional[str] = setting(None, "Run the work units as Ray tasks: 'local' (a Ray instance here), 'auto' (the "
                                        "running cluster) or a cluster address.")
     max_minutes: float = setting(0.0, "Stop cleanly after this long (rerun to continue; 0: no limit).")
 
 
+@dataclass(frozen=True)
+class SelfPlayOptions:
+    """What makes self-play games differ, and decided more often, beyond the engine and its node budget
+    (training.uci.selfplay).
+
+    The shared corpus's parts (../shared/data/SOURCES.md) are Stockfish with ``node_budgets`` (1000, 2000, 4000),
+    a Polyglot ``book`` walked for 4 to 16 plies and one random ply in 30% of the games."""
+
+    random_plies: int = setting(6, "Random moves after the book line (from the start without a book), for variety.")
+    seed: int = seed_setting("Seed of the openings, the random plies and the node budgets (with the worker's number).")
+    node_ratio: float = setting(1.0, "Above 1: one side, alternating game by game, searches nodes / ratio (more "
+                                     "decisive games).")
+    book: Optional[str] = setting(None, "Openings: a Polyglot .bin book (weighted random walk) or a PGN (a random "
+                                        "game's first plies); the random plies follow the book line.", path="file",
+                                  exists=True)
+    book_plies: int = setting(16, "Longest book line.")
+    decisive_only: bool = setting(False, "Keep decisive games only; the game count counts those.")
+    node_budgets: tuple[int, ...] = setting((), "Nodes a move, one of these chosen at random for each game "
+                                                "(empty: the nodes given to selfplay).")
+    random_share: float = setting(1.0, "Share of the games that get the random plies (the shared corpus: 1 random "
+                                       "ply in 0.3).", bounds=(0, 1))
+    book_min_plies: int = setting(0, "Shortest book line: each game's line is drawn between this and the longest "
+                                     "(0: the longest, or until out of book).")
+
+
 @dataclass
 class DistilConfig:
-    """Policy distillation into training targets (training.distil)."""
+    """Policy distillation into training targets (training.resnet.distil)."""
 
     sources: list[str] = setting(help="Training data whose targets get the teachers' policy (a corpus or its pack, "
                                       "shard directories, `prepare` datasets, MultiPV files).")
     teachers: list[str] = setting(help="A network (.pt) whose policy goes into the targets; repeat for an ensemble "
-                                       "(probabilities averaged).")
-    out: str = setting(help="Shard directory.")
-    share: float = setting(0.5, "The teachers' share of each new policy target.")
-    top_k: int = setting(8, "Teacher moves kept per position (renormalised).")
+                                       "(probabilities averaged).", path="file", exists=True)
+    out: str = setting(help="Shard directory.", path="folder")
+    share: float = setting(0.5, "The teachers' share of each new policy target.", bounds=(0, 1, True))
+    top_k: int = setting(8, "Teacher moves kept per position (renormalised).", bounds=(1, None))
     mirror: bool = setting(True, "Also ask each teacher about the board mirrored a-file <-> h-file where there are no "
                                  "castling rights, half each.")
     temperature: float = setting(0.0, "Soft-policy temperature of MultiPV sources in centipawns, as `train "
@@ -134,11 +163,12 @@ class DeepChessConfig:
     """The DeepChess pipeline: data, held-out games and the three training stages (training.deepchess)."""
 
     pgn: list[str] = setting(help="PGN files whose decisive games give the positions.")
-    out: str = setting(help="Run directory.")
+    out: str = setting(help="Run directory.", path="folder")
     labels: list[str] = setting([], "Engine-scored moves for sibling pairs: a MultiPV .jsonl(.gz) file or a "
-                                    "label-shard directory (repeatable).")
+                                    "label-shard directory (repeatable).", path="any", exists=True)
     eval_sets: list[str] = setting([], "Named validation set (deepchess-valset): its held-out positions stay out of "
-                                       "training and every network is measured on it too (repeatable).")
+                                       "training and every network is measured on it too (repeatable).",
+                                   path="file", exists=True)
     per_game: int = setting(10, "Random positions per decisive game.")
     pretrain_epochs: int = setting(5, "Autoencoder epochs per layer.")
     epochs: int = setting(20, "Siamese epochs (fresh pairs each).")
@@ -150,9 +180,10 @@ class DeepChessConfig:
                                     "one).")
     teachers: list[str] = setting([], "Distil from this trained comparator (teacher.pt of a run on the same games) "
                                       "instead of pretraining and training one; repeated, their probabilities are "
-                                      "averaged (an ensemble).")
+                                      "averaged (an ensemble).", path="file", exists=True)
     student: Optional[str] = setting(None, "Continue distilling this small network (student.pt of a run) instead of "
-                                           "starting with its tower regressing the teacher's features.")
+                                           "starting with its tower regressing the teacher's features.",
+                                     path="file", exists=True)
     sibling_share: float = setting(0.5, "Share of sibling pairs among the training pairs (with --labels).")
     sibling_margin: float = setting(0.05, "Siblings whose expected scores (-1..1) differ by less count as tied and "
                                           "are skipped.")
@@ -174,9 +205,9 @@ class DQNConfig:
     """DQN on self-play after expert transitions (training.rl.dqn)."""
 
     out: str = setting(help="Run directory: checkpoint.pt, replay.npz, history.json, curves.png, dqn.onnx. Rerun to "
-                            "resume.")
+                            "resume.", path="folder")
     expert_pgn: list[str] = setting([], "PGN games whose moves pre-fill the replay buffer as expert transitions "
-                                        "(repeatable).")
+                                        "(repeatable).", path="file", exists=True)
     expert_transitions: int = setting(50_000, "Expert transitions to pre-fill.")
     steps: int = setting(100_000, "Self-play plies in all.")
     epsilon_start: float = setting(1.0, "Exploration rate at the first self-play ply.")
@@ -222,8 +253,9 @@ class PPOConfig:
     """PPO with MCTS against a Stockfish curriculum (training.rl.ppo)."""
 
     checkpoint: str = setting(help="Policy-value weights to fine-tune (a training checkpoint, weights/resnet.pt, or "
-                                   "import-onnx's output).")
-    out: str = setting(help="Run directory: checkpoint.pt, history.json, curves.png, ppo.onnx. Rerun to resume.")
+                                   "import-onnx's output).", path="file", exists=True)
+    out: str = setting(help="Run directory: checkpoint.pt, history.json, curves.png, ppo.onnx. Rerun to resume.",
+                       path="folder")
     updates: int = setting(50, "PPO updates in all.")
     games_per_update: int = setting(8, "Games against Stockfish per update.")
     epochs: int = setting(4, "Passes over each update's moves.")
@@ -244,7 +276,7 @@ class PPOConfig:
                                             "level.")
     stockfish_nodes: int = setting(10_000, "Stockfish's nodes a move.")
     openings: Optional[str] = setting(None, "Injected openings: a Polyglot .bin book (a weighted random walk) or a "
-                                            "PGN (a random game's first plies).")
+                                            "PGN (a random game's first plies).", path="file", exists=True)
     opening_share: float = setting(0.5, "Share of games started from --openings.")
     opening_plies: int = setting(8, "Longest opening line from --openings.")
     shaping: float = setting(0.0, "Weight of the potential-based central-control reward (the paper's 0.1; 0: result "
@@ -274,9 +306,10 @@ class PPOConfig:
 class AlphaZeroConfig:
     """AlphaZero-style self-play, training and gating (training.rl.alphazero)."""
 
-    checkpoint: str = setting(help="Policy-value weights to start from (a training checkpoint or weights file).")
+    checkpoint: str = setting(help="Policy-value weights to start from (a training checkpoint or weights file).",
+                              path="file", exists=True)
     out: str = setting(help="Run directory: state.json, best.pt/best.onnx, iterationNNN/, history.json, curves.png. "
-                            "Rerun to resume.")
+                            "Rerun to resume.", path="folder")
     iterations: int = setting(10, "Iterations of self-play, training and gate.")
     games: int = setting(40, "Self-play games per iteration.")
     nodes: int = setting(100, "PUCT nodes per self-play move.")
@@ -293,9 +326,232 @@ class AlphaZeroConfig:
     gate_nodes: int = setting(200, "PUCT nodes per move in gating games.")
     gate_threshold: float = setting(0.55, "Score the candidate needs to replace the best network.")
     openings: Optional[str] = setting(None, "PGN or EPD file of gating openings (default: --opening-plies random "
-                                            "plies).")
+                                            "plies).", path="file", exists=True)
     opening_plies: int = setting(6, "Random plies of each gating opening, or with a PGN: plies of each game.")
     workers: int = setting(2, "Processes playing games.")
     device: str = device_setting("Training device: auto (CUDA where PyTorch sees a device, else the CPU), cpu or "
                                  "cuda.")
     seed: int = seed_setting(EVERY_RANDOM_CHOICE)
+
+
+@dataclass
+class QuantizeConfig:
+    """An int8 copy of a policy-value network and its comparison with fp32 (training.resnet.quantize)."""
+
+    network: Path = setting(help="The fp32 ONNX network.", path="file", exists=True)
+    out: Path = setting(help="The int8 ONNX file.", path="file")
+    calibration: Path = setting(help="PGN whose positions calibrate the activation ranges (training-like games).",
+                                path="file", exists=True)
+    positions: Path = setting(help="PGN of held-out games for the agreement measurement.", path="file", exists=True)
+    calibration_count: int = setting(1024, "Calibration positions (whole batches of 64).")
+    count: int = setting(10000, "Positions compared.")
+    keep_heads: bool = setting(True, "Keep the policy and value heads' last layers in fp32.")
+    #: onnxruntime's activation-range calibration: the 99.999th percentile of what is seen leaves out the rare
+    #: outliers that widen a min/max range (96.4% top-move agreement against 95.3% on the shipped network).
+    method: str = setting("percentile", "Activation-range calibration.", choices=("percentile", "minmax"))
+
+
+# --- commands that pass a few values on ---------------------------------------------------------------------
+
+@dataclass
+class PrepareConfig:
+    """`prepare`: PGN and EPD files into an old one-hot dataset (training.data.prepared)."""
+
+    out: Path = setting(help="Dataset directory.", path="folder")
+    encoding: str = setting(DEFAULT_ENCODING, "Board encoding.", choices=tuple(ENCODINGS))
+    skip_plies: int = setting(8, "Skip the first N plies of every game.")
+    min_rating: int = setting(0, "Skip games with a player rated below this.")
+    require_eval: bool = setting(False, "Keep only moves annotated with [%eval] (engine moves).")
+    workers: int = setting(2, "Parallel reader processes.")
+    no_dedupe: bool = setting(False, "Keep duplicate positions.")
+
+
+@dataclass
+class ImportLabelsConfig:
+    """`import-labels`: a MultiPV file or an old one-hot dataset as a shard directory."""
+
+    out: Path = setting(help="Shard directory.", path="folder")
+    encoding: str = setting(DEFAULT_ENCODING, "Board encoding (MultiPV files).", choices=tuple(ENCODINGS))
+    temperature: float = setting(DEFAULT_TEMPERATURE, "Soft-policy temperature in centipawns (MultiPV files).")
+
+
+@dataclass
+class CorpusCommandConfig:
+    """What `corpus` does instead of preparing and joining, and which corpus `corpus-pack` packs."""
+
+    info: bool = setting(False, "Print what the cache holds and its size on disk; prepare nothing.")
+    prune: bool = setting(False, "Remove the joined corpora other than the current one (about 70 MiB each, rebuilt "
+                                 "from the parts if asked for again) and the parts it does not join; prepare nothing. "
+                                 "Refused while another corpus run holds the cache.")
+    directory: Optional[Path] = setting(None, "The joined corpus to pack (default: the cache's current one, "
+                                              "ROOT/corpus).", path="folder", exists=True)
+
+
+@dataclass
+class NetworkFileConfig:
+    """Where a command that turns one network file into another writes it (`export`, `weights`, `average`,
+    `export-comparator`)."""
+
+    out: Path = setting(help="The file written.", path="file")
+
+
+@dataclass
+class AverageConfig:
+    """`average`: networks of one shape averaged tensor by tensor (training.resnet.swa)."""
+
+    shares: tuple[float, ...] = setting((), "Each network's share of the mean, in order (repeat once per network; "
+                                            "default: equal shares).")
+
+
+@dataclass
+class FiguresConfig:
+    """Where a measuring command finds its test set and writes its figures besides printing them."""
+
+    test: Path = setting(help="Labelled shard directory, e.g. testset/.", path="folder", exists=True)
+    out: Optional[Path] = setting(None, "Also write the figures here (JSON).", path="file")
+
+
+@dataclass
+class ImportOnnxConfig:
+    """`import-onnx`: PyTorch weights rebuilt from an exported policy-value network (training.resnet.onnx_import)."""
+
+    calibration: Path = setting(help="PGN whose positions give the BatchNorm statistics (e.g. the games it was "
+                                     "trained on).", path="file", exists=True)
+    positions: int = setting(4096, "Calibration positions.")
+
+
+@dataclass
+class EngineCeilingConfig:
+    """`evaluate-engine`: a UCI engine at a labelling setting on the test set (training.uci.label)."""
+
+    engine: str = setting("stockfish", "UCI engine command line.")
+    nodes: int = setting(5000, "Nodes per position.")
+    multipv: int = setting(4, "MultiPV lines, as the labeller's --multipv.")
+    positions: int = setting(1000, "Test positions sampled (0: all).")
+    seed: int = seed_setting("Seed of the sample.")
+
+
+@dataclass
+class AgreementConfig:
+    """`agreement`: how often the engine's move at `go nodes 1` is Stockfish's (training.uci.agreement)."""
+
+    command: str = setting("", "UCI engine command line (default: this engine, run by the Python that runs this "
+                               "command).")
+    options: list[str] = setting([], "A UCI option of the engine (repeatable), over the defaults TacticalPriors=0 and "
+                                     "MaterialBlend=0.", metavar="NAME=VALUE")
+    weights: Optional[str] = setting(None, "The engine's Weights option: a network file, or a shipped file's name.")
+    from_ply: int = setting(16, "Positions from this ply of each game on.", bounds=(0, None))
+    count: int = setting(3000, "Positions sampled (0: every eligible one).", bounds=(0, None))
+    seed: int = seed_setting("Seed of the sample.")
+    validation_period: int = setting(CorpusConfig.validation_period, "The corpus's validation split: games whose "
+                                     "identity (a hash of the moves) is a multiple of this.", bounds=(2, None))
+    all_games: bool = setting(False, "Take every game, not only the corpus's validation split.")
+    workers: int = setting(1, "Engines asked at once, each about its share of the positions (the figures do not "
+                              "depend on it).", bounds=(1, None))
+    as_json: bool = setting(False, "Print the figures as JSON.")
+
+
+@dataclass
+class LabelCommandConfig:
+    """What `label` writes besides LabelConfig's settings, and the fresh self-play games it may label too."""
+
+    out: Optional[Path] = setting(None, "Shard directory.", path="folder")
+    select_only: Optional[Path] = setting(None, "Write the positions this run would label (sampled, deduplicated, "
+                                                "not excluded) to this EPD file (.xz/.gz: compressed) instead of "
+                                                "labelling: a compact source to carry to many cores.", path="file")
+    selfplay_games: int = setting(0, "Also label this many fresh self-play games (played first, resumable).")
+    selfplay_engine: str = setting("", "Engine of the self-play games (default: --engine).")
+    selfplay_nodes: int = setting(4000, "Nodes per self-play move.")
+    selfplay_random_plies: int = setting(SelfPlayOptions.random_plies, "Random plies after the book line.")
+    selfplay_book: Optional[str] = setting(None, "Self-play openings: a Polyglot .bin book or a PGN.", path="file",
+                                           exists=True)
+
+
+@dataclass
+class LabelSpeedConfig:
+    """`label-speed`: positions labelled per second per core (training.uci.speed)."""
+
+    engine: str = setting("stockfish", "UCI engine command line.")
+    positions: int = setting(100, "Positions per measurement.")
+    budgets: tuple[int, ...] = setting((5000, 25000), "Node budget (repeatable).")
+    ks: tuple[int, ...] = setting((1, 4, 8), "MultiPV K (repeatable).")
+    min_ply: int = setting(8, "Positions from this ply of each game on.")
+    out: Optional[Path] = setting(None, "Also write the table as JSON.", path="file")
+
+
+@dataclass
+class AnnotateConfig:
+    """`annotate`: an engine's [%eval] on every move of a PGN (training.uci.selfplay)."""
+
+    out: Path = setting(help="The annotated PGN.", path="file")
+    command: str = setting("stockfish", "UCI engine command line.")
+    nodes: int = setting(5000, "Nodes per analysed position.")
+    workers: int = setting(2, "Parallel engine processes.")
+
+
+@dataclass
+class SelfPlayConfig:
+    """`selfplay`: the games, the engine and its node budget; SelfPlayOptions make the games differ."""
+
+    out: Path = setting(help="The PGN file of the games (.pgn.xz, .pgn.gz: compressed, as the shared corpus's "
+                             "parts).", path="file")
+    command: str = setting("", "UCI engine command line (default: this engine with its shipped network, run by the "
+                               "Python that runs this command).")
+    games: int = setting(100, "Games to play (rerun the same command to resume).")
+    nodes: str = setting("400", "Nodes per move; several, comma-separated (1000,2000,4000): one chosen at random per "
+                                "game.")
+    workers: int = setting(2, "Games played at once (an engine process each).")
+
+
+@dataclass
+class DeepChessEvalConfig:
+    """`deepchess-valset` and `deepchess-eval`: a named validation set, and comparators measured on such sets."""
+
+    out: Path = setting(help="Validation set .npz.", path="file")
+    eval_sets: list[Path] = setting(help="Validation set (repeatable).", path="file", exists=True)
+    search_depth: Optional[int] = setting(None, "Also pick each held-out parent's child by the engine's own search to "
+                                                "this depth, restricted to the scored children (`go searchmoves`): the "
+                                                "comparison search for .onnx comparators, material alpha-beta as the "
+                                                "baseline.", bounds=(1, 4))
+    parents: int = setting(2000, "Held-out parents searched with --search-depth.")
+
+
+@dataclass
+class ArenaConfig:
+    """`rl-eval`: networks against a random mover and Stockfish at a Skill Level (training.rl.arena)."""
+
+    players: list[str] = setting(help="An engine evaluator, EVAL or EVAL:WEIGHTS (e.g. dqn:runs/dqn/dqn.onnx, "
+                                      "resnet); repeatable: every player meets the same opponents.")
+    nodes: int = setting(0, "0: players play alone (their policy's best move, a DQN's greedy move); N: through PUCT, "
+                            "N nodes.")
+    opponents: list[str] = setting(["random", "stockfish"], "Opponents (repeatable): a uniformly random mover, "
+                                                            "Stockfish at --skill.", choices=("random", "stockfish"))
+    skill: int = setting(0, "Stockfish's Skill Level.")
+    stockfish_nodes: int = setting(20_000, "Stockfish's nodes a move.")
+    games: int = setting(100, "Games per player and opponent, colours alternating.")
+    openings: Optional[Path] = setting(None, "PGN or EPD openings, each played twice (default: the start position).",
+                                       path="file", exists=True)
+    opening_plies: int = setting(8, "With a PGN: plies of each game.")
+    max_plies: int = setting(400, "Games are drawn here.")
+    workers: int = setting(2, "Processes playing games.")
+    pgn_dir: Optional[Path] = setting(None, "Write each pairing's games to a PGN here.", path="folder")
+    seed: int = seed_setting(EVERY_RANDOM_CHOICE)
+
+
+@dataclass
+class GpuRecipeConfig:
+    """The GPU recipe's own settings (training.recipes.gpu); the labelling and training ones are LabelConfig's and
+    TrainConfig's."""
+
+    out: Path = setting(help="Work and result folder.", path="folder")
+    engine: str = setting("stockfish", "Labelling engine: a command, or a path such as .carry/stockfish (or "
+                                       ".carry/stockfish.xz).")
+    minutes: float = setting(8.0, "Time budget of this step.")
+    deliver: Optional[Path] = setting(None, "Copy the deliverables here after this step (e.g. $OUT).", path="folder")
+    selfplay_games: int = setting(0, "Fresh Stockfish self-play games to label.")
+    selfplay_nodes: int = setting(2000, "Stockfish's nodes per self-play move.")
+    selfplay_random_plies: int = setting(8, "Random plies opening every self-play game.")
+    extra_data: list[Path] = setting([], "More training data already labelled (shard directory, MultiPV file; "
+                                         "repeatable).", path="any", exists=True)
+    test_dir: Optional[Path] = setting(None, "Test set (shard directory): excluded from labelling and training, "
+                                             "evaluated at the end.", path="folder", exists=True)

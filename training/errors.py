@@ -1,4 +1,9 @@
-"""How a training command ends on bad input: with the error's message, which names the file, not a traceback."""
+"""The one base class of the errors a training command ends on, and how it ends: with the message, not a traceback.
+
+Every error of bad input (a data file, a network file, an engine, a device) derives from :class:`TrainingError`
+and names what is wrong in its message (the file, the engine, the option); :func:`clear_errors` turns it, and the
+engine side's own input errors, into that message.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +12,19 @@ from typing import Iterator
 
 import click
 
+from evaluators.base import LoadError
+from hackmate_core.epd import InputError
+from hackmate_core.uci_engines import EngineNotFound
+
+
+class TrainingError(Exception):
+    """Bad input to a training command: the message names it."""
+
 
 @contextlib.contextmanager
 def clear_errors() -> Iterator[None]:
-    """Bad data, weights or engines end a command with their message (naming the file), not a traceback."""
-    from evaluators.base import LoadError
-    from hackmate_core.epd import InputError
-    from hackmate_core.uci_engines import EngineNotFound
-    from training.label import LabelError
-    from training.pgn import DataError
-    from training.train import DeviceError
-    from training.weights import WeightsError
+    """Bad data, weights, engines or devices end a command with their message (naming the file), not a traceback."""
     try:
         yield
-    except (DataError, DeviceError, EngineNotFound, InputError, LabelError, LoadError, WeightsError) as error:
+    except (TrainingError, EngineNotFound, InputError, LoadError) as error:
         raise click.ClickException(str(error)) from None

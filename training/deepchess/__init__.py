@@ -1,19 +1,21 @@
 """The DeepChess pipeline (David, Netanyahu and Wolf, ICANN 2016), with sibling pairs.
 
-By concern, as the ResNet side: :mod:`~training.deepchess.data` (positions
+By concern, as the ResNet side (training.resnet): :mod:`~training.deepchess.pairs` (the won-vs-lost
+and sibling pairs it learns from), :mod:`~training.deepchess.data` (positions
 from decisive games, sibling parents, what is held out),
+:mod:`~training.deepchess.valset` (a fixed, named validation set),
 :mod:`~training.deepchess.model` (the Siamese comparator, ensembles,
 checkpoints), :mod:`~training.deepchess.train` (Pos2Vec pretraining, the
-comparator, distillation, the whole run) and :mod:`~training.deepchess.evaluation`
-(the engine's symmetrised comparison on a validation set); a run's settings are
+comparator, distillation, the whole run), :mod:`~training.deepchess.accuracy`
+(the engine's symmetrised comparison on a validation set) and :mod:`~training.deepchess.export`
+(the engine's comparator files); a run's settings are
 ``training.configs.DeepChessConfig``. Every network is measured on the run's
-validation set (``validation.npz``) and on any named validation set
-(training.valset).
+validation set (``validation.npz``) and on any named validation set.
 """
 
 from training.configs import DeepChessConfig
 from training.deepchess.data import prepare_data, read_games
-from training.deepchess.evaluation import evaluate, evaluate_all
+from training.deepchess.accuracy import evaluate, evaluate_all
 from training.deepchess.model import SiameseComparator, load_comparator, load_network
 from training.deepchess.train import run_pipeline
 

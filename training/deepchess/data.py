@@ -20,16 +20,16 @@ import numpy as np
 
 from evaluators.bits773 import INPUT_SIZE
 from training.configs import DeepChessConfig
-from training.generate import decisive_result
-from training.pairs import PositionSet, SiblingSet, pack, position_key, read_labels, split_siblings
-from training.pgn import ReadStats, iter_games
-from training.valset import ValidationSet, build_validation_set
+from training.data.pgn import ReadStats, decisive_result, iter_games
+from training.data.split import numbered_game_held_out, period_of
+from training.deepchess.pairs import PositionSet, SiblingSet, pack, position_key, read_labels, split_siblings
+from training.deepchess.valset import ValidationSet, build_validation_set
 
 
 def held_out(ids, validation: float):
-    """The split rule for game ids (and, for positions found in no game read, Zobrist keys)."""
-    period = max(2, int(round(1 / validation)))
-    return (ids * 2654435761 % 2**32) % period == 0
+    """The split rule for game ids (and, for positions found in no game read, Zobrist keys): training.data.split's
+    rule for numbered games."""
+    return numbered_game_held_out(ids, period_of(validation))
 
 
 @dataclass

@@ -17,7 +17,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from evaluators.bits773 import INPUT_SIZE
-from training.weights import WeightsError, read_torch_file
+from training.device import unpack_bits
+from training.network_files import WeightsError, read_torch_file
 
 POS2VEC_LAYERS = [INPUT_SIZE, 600, 400, 200, 100]
 TEACHER_HEAD = [200, 400, 200, 100, 2]
@@ -86,8 +87,7 @@ Judge = Union[SiameseComparator, Ensemble]
 
 def to_bits(packed: torch.Tensor) -> torch.Tensor:
     """(N, 97) bit-packed rows (bitorder little) on any device -> (N, 773) float bits."""
-    shifts = torch.arange(8, device=packed.device, dtype=torch.uint8)
-    return ((packed.unsqueeze(-1) >> shifts) & 1).reshape(len(packed), -1)[:, :INPUT_SIZE].float()
+    return unpack_bits(packed, INPUT_SIZE).float()
 
 
 def save_comparator(model: SiameseComparator, path: Path, report: dict) -> None:

@@ -28,12 +28,12 @@ from torch.nn import functional as F
 
 from training.configs import DeepChessConfig
 from training.deepchess.data import prepare_data
-from training.deepchess.evaluation import evaluate, evaluate_all
+from training.deepchess.accuracy import evaluate, evaluate_all
 from training.deepchess.model import (POS2VEC_LAYERS, STUDENT_HEAD, STUDENT_LAYERS, TEACHER_HEAD, Ensemble, Judge,
                                       SiameseComparator, load_comparator, save_comparator, to_bits)
-from training.pairs import PairSampler
-from training.train import pick_device
-from training.valset import ValidationSet
+from training.deepchess.pairs import PairSampler
+from training.deepchess.valset import ValidationSet
+from training.device import start_device
 
 CPU = torch.device("cpu")
 NETWORKS = ("full", "distilled", "small_from_scratch")
@@ -129,9 +129,7 @@ def distill_tower(student: SiameseComparator, teacher: SiameseComparator, packed
 def run_pipeline(config: DeepChessConfig, log: Callable[[str], None] = print) -> dict:
     """All stages; writes teacher.pt, student.pt, scratch.pt, validation.npz and report.json into ``config.out``."""
     torch.manual_seed(config.seed)
-    device = pick_device(config.device)
-    if device.type == "cpu":
-        torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+    device = start_device(config.device)
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     data = prepare_data(config, name=f"{out.name} validation", training=config.sibling_share > 0, log=log)

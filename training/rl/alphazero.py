@@ -6,10 +6,11 @@ Each iteration:
    from a fresh tree (as AlphaZero's pseudocode does), Dirichlet noise (alpha
    0.3, weight 0.25) on the root's priors, moves sampled in proportion to the
    visit counts for the first ``temperature_plies`` plies and the search's best
-   move after. Every position is written to a label shard (training.shards)
+   move after (games played by hackmate_core.games). Every position is written to a label shard
+   (training.data.shards)
    with the root's visit counts, normalised, as its policy target and the game
    result as its value target (W/D/L unknown: NaN).
-2. **Training** (training.train, its soft-target cross-entropy and W/D/L loss)
+2. **Training** (training.resnet.train, its soft-target cross-entropy and W/D/L loss)
    continues from the latest candidate on the last ``window`` iterations' games.
 3. **Gating**: the candidate plays the best network ``gate_games`` games at
    ``gate_nodes`` nodes a move, without noise, with paired openings (each
@@ -37,11 +38,12 @@ import chess
 import numpy as np
 
 from evaluators.base import Evaluation, Evaluator, EvaluatorWrapper, MoveLists
+from hackmate_core.games import Mover, play_game
 from search.base import SearchControl
 from training.configs import AlphaZeroConfig
-from training.rl.arena import MoverSpec, load_openings, play_match, white_score
 from training.processes import process_pool
 from training.readable import record_line
+from training.rl.arena import MoverSpec, load_openings, play_match
 from training.rl.history import save_history
 
 if TYPE_CHECKING:
@@ -88,34 +90,46 @@ def visit_distribution(search: "PuctSearch") -> tuple[list[chess.Move], np.ndarr
     return moves, (visits / visits.sum()).astype(np.float32)
 
 
+class SelfPlayMover(Mover):
+    """Both sides of a self-play game: PUCT from a fresh tree with root noise each move, the move sampled by visit
+    counts for the first ``temperature_plies`` plies and the search's best after. Keeps each position with its
+    root's moves and visit distribution (the policy targets)."""
+
+    name = "alphazero-self-play"
+
+    def __init__(self, network: Evaluator, config: AlphaZeroConfig, rng: np.random.Generator) -> None:
+        from search.puct import PuctSearch
+        self.config, self.rng = config, rng
+        self.noisy = RootNoise(network, config.dirichlet_alpha, config.dirichlet_weight, rng)
+        self.search = PuctSearch(self.noisy)
+        self.positions: list[tuple[chess.Board, list[chess.Move], np.ndarray]] = []
+
+    def choose(self, board: chess.Board) -> chess.Move:
+        self.search.new_game()  # a fresh tree, whose root the evaluator sees (and noises) first
+        self.noisy.arm(board)
+        best = self.search.search(board, SearchControl(max_nodes=self.config.nodes), lambda info: None).best_move
+        moves, probs = visit_distribution(self.search)
+        self.positions.append((board.copy(), moves, probs))
+        if len(self.positions) <= self.config.temperature_plies:
+            sampling = probs.astype(np.float64)
+            best = moves[int(self.rng.choice(len(moves), p=sampling / sampling.sum()))]
+        return best
+
+
 def self_play_game(job: tuple) -> tuple[int, list]:
     """One self-play game (run in a worker): its index and a shard record per position."""
     from evaluators.encoding import get_encoding
     from evaluators.resnet import ResNetEvaluator
-    from search.puct import PuctSearch
-    from training.shards import make_record
+    from training.data.shards import make_record
     weights, config, index, game_id = job
     rng = np.random.default_rng([config.seed, game_id])
     network = ResNetEvaluator(Path(weights))
-    noisy = RootNoise(network, config.dirichlet_alpha, config.dirichlet_weight, rng)
-    search = PuctSearch(noisy)
     encoding = get_encoding(network.metadata["encoding"])
-    board = chess.Board()
-    positions: list[tuple[chess.Board, list[chess.Move], np.ndarray]] = []
-    while (score := white_score(board)) is None and len(positions) < config.max_plies:
-        search.new_game()  # a fresh tree, whose root the evaluator sees (and noises) first
-        noisy.arm(board)
-        best = search.search(board, SearchControl(max_nodes=config.nodes), lambda info: None).best_move
-        moves, probs = visit_distribution(search)
-        positions.append((board.copy(), moves, probs))
-        if len(positions) <= config.temperature_plies:
-            sampling = probs.astype(np.float64)
-            best = moves[int(rng.choice(len(moves), p=sampling / sampling.sum()))]
-        board.push(best)
-    white = 0.5 if score is None else score
+    mover = SelfPlayMover(network, config, rng)
+    white = play_game(mover, mover, chess.Board(), config.max_plies).white_score
     nan = np.full(3, np.nan, dtype=np.float32)
     records = []
-    for position, moves, probs in positions:
+    for position, moves, probs in mover.positions:
         result = int(round(2 * white - 1)) * (1 if position.turn == chess.WHITE else -1)
         records.append(make_record(position, encoding, moves, probs, np.zeros(len(moves), np.int32), nan, result,
                                    game_id))
@@ -124,7 +138,7 @@ def self_play_game(job: tuple) -> tuple[int, list]:
 
 def games_done(directory: Path) -> set[int]:
     """Indices of the self-play games already written to ``directory`` (one shard per game)."""
-    from training.shards import read_meta
+    from training.data.shards import read_meta
     if not (directory / "meta.json").exists():
         return set()
     return {int(source.split()[-1]) for entry in read_meta(directory)["shards"] for source in entry["sources"]}
@@ -135,7 +149,7 @@ def self_play(weights: Path, directory: Path, config: AlphaZeroConfig, iteration
     from tqdm import tqdm
     from evaluators.encoding import get_encoding
     from evaluators.resnet import ResNetEvaluator
-    from training.shards import ShardWriter
+    from training.data.shards import ShardWriter
     encoding = get_encoding(ResNetEvaluator(weights).metadata["encoding"])
     labeller = {"targets": TARGETS, "engine": f"hackmate puct + {weights.name}", "nodes": config.nodes,
                 "temperature": config.temperature_plies,
@@ -192,7 +206,7 @@ class Run:
 
     @staticmethod
     def export(weights: Path, onnx: Path) -> Path:
-        from training.export import export_resnet
+        from training.resnet.export import export_resnet
         return export_resnet(weights, onnx, command="reinforce")
 
     def folder(self, iteration: int) -> Path:
@@ -200,9 +214,10 @@ class Run:
 
     def train(self, iteration: int) -> Path:
         """Train the candidate (resumable: a finished run returns at once)."""
-        from training.model import full_shape
-        from training.train import TrainConfig, train
-        from training.weights import load_file
+        from training.configs import TrainConfig
+        from training.resnet.model import full_shape
+        from training.resnet.train import train
+        from training.resnet.weights import load_file
         config = self.config
         shape = load_file(Path(self.state["trainee"]))["shape"]
         data = [str(self.folder(i) / "games") for i in range(max(1, iteration - config.window + 1), iteration + 1)]
@@ -241,7 +256,7 @@ class Run:
         checkpoint = self.train(iteration)
         candidate = self.export(checkpoint, folder / "candidate.onnx")
         gate = self.gate(iteration, candidate)
-        from training.weights import load_file
+        from training.resnet.weights import load_file
         losses = load_file(checkpoint)["history"][-1]
         if gate["accepted"]:
             shutil.copyfile(candidate, self.out / "best.onnx")
@@ -265,7 +280,7 @@ def _finite(value: float) -> Optional[float]:
 
 def train_alphazero(config: AlphaZeroConfig) -> Path:
     """Run (or resume) the iterations; returns best.onnx, the best network so far."""
-    from training.train import pick_device
+    from training.device import pick_device
     pick_device(config.device)  # a device this machine lacks is refused now, not after the first self-play
     run = Run(config)
     if run.state["iteration"]:

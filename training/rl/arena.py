@@ -12,6 +12,7 @@ them: fifty moves and threefold repetition once claimable), drawn at a ply limit
 from __future__ import annotations
 
 import random
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
@@ -21,11 +22,12 @@ import chess.engine
 
 from evaluators.base import Evaluator
 from hackmate_core.elo import MatchStats
-from hackmate_core.games import MAX_PLIES, GameRecord, Mover, play_game, white_score
-from hackmate_core.openings import load_openings as openings_of_file
+from hackmate_core.games import MAX_PLIES, GameRecord, Mover, play_game
+from hackmate_core.openings import load_openings as openings_of_file, random_openings
 from hackmate_core.uci_engines import find_stockfish
 from search.base import SearchControl
 from training.processes import process_pool
+from training.uci.engines import start_engine
 
 
 class RandomMover(Mover):
@@ -78,8 +80,7 @@ class EngineMover(Mover):
 
     def __init__(self, command: str, options: dict[str, object], nodes: int, name: str) -> None:
         self.name, self.nodes = name, nodes
-        self.engine = chess.engine.SimpleEngine.popen_uci(command)
-        self.engine.configure(options)
+        self.engine = start_engine(command, options)
         self.game = 0
 
     def choose(self, board: chess.Board) -> chess.Move:
@@ -100,7 +101,7 @@ def stockfish(skill: int, nodes: int) -> EngineMover:
     command = find_stockfish()
     if command is None:
         raise FileNotFoundError("stockfish not found (apt-get install stockfish, or put it on PATH)")
-    return EngineMover(command, {"Skill Level": skill, "Threads": 1, "Hash": 16}, nodes,
+    return EngineMover(shlex.quote(command), {"Skill Level": skill, "Threads": 1, "Hash": 16}, nodes,
                        f"stockfish-skill{skill}")
 
 
@@ -151,26 +152,9 @@ class MoverSpec:
         return evaluator_mover(evaluator, self.nodes, self.label)
 
 
-def random_openings(count: int, plies: int, seed: int) -> list[chess.Board]:
-    """``count`` distinct positions after ``plies`` random plies from the start (games not over)."""
-    rng = random.Random(seed)
-    openings: dict[str, chess.Board] = {}
-    attempts = 0
-    while len(openings) < count and attempts < 100 * count:
-        attempts += 1
-        board = chess.Board()
-        for _ in range(plies):
-            moves = list(board.legal_moves)
-            if not moves:
-                break
-            board.push(rng.choice(moves))
-        if white_score(board) is None:
-            openings.setdefault(board.epd(), board)
-    return list(openings.values())
-
-
 def load_openings(path: Optional[Path], count: int, plies: int, seed: int) -> list[chess.Board]:
-    """Openings from a PGN (its first ``plies`` plies) or EPD file, or ``plies`` random plies without one."""
+    """Openings from a PGN (its first ``plies`` plies) or EPD file, or ``plies`` random plies without one
+    (hackmate_core.openings)."""
     return random_openings(count, plies, seed) if path is None else openings_of_file(path, count, seed, plies)
 
 

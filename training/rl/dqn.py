@@ -1,6 +1,6 @@
 """DQN after Narang, Mirza and Dast Parvadeh, "Hybrid Chess AI: Learning from Humans and Self-Play".
 
-A Q-network (the ResNet trunk of training.model and one Q-value per move slot
+A Q-network (the ResNet trunk of training.resnet.model and one Q-value per move slot
 of the 4672 layout) learns from a replay buffer pre-filled with expert
 transitions from PGN games and then filled by epsilon-greedy self-play
 (epsilon falling linearly from 1.0 to 0.01). Illegal moves are masked when a
@@ -33,7 +33,6 @@ import random
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Optional
 
 import chess
 import numpy as np
@@ -44,19 +43,20 @@ from torch.nn import functional as F
 from evaluators.dqn import KIND
 from evaluators.encoding import Encoding, get_encoding
 from evaluators.moves import POLICY_SIZE
-from evaluators.onnx_model import KIND_KEY
+from hackmate_core.games import Mover, play_game
 from training.configs import DQNConfig
-from training.model import ResidualBlock
+from training.data.shards import DEFAULT_ENCODING
+from training.device import start_device, unpack_bits, unpack_planes
+from training.network_files import WeightsError, export_module, read_torch_file
+from training.onnx_metadata import move_network_metadata
 from training.readable import record_line
-from training.rl.arena import Mover, RandomMover, play_game, white_score
+from training.resnet.model import ResidualBlock
+from training.rl.arena import RandomMover
+from training.rl.buffer import ReplayBuffer, State, expert_transitions, game_transitions, observe, white_material
 from training.rl.history import save_history
-from training.rl.replay import (ReplayBuffer, State, expert_transitions, game_transitions, observe, unpack_bits,
-                                white_material)
-from training.train import pick_device, unpack_planes
-from training.weights import WeightsError, read_torch_file
 
 FORMAT = "hackmate-dqn"
-ENCODING = "planes18"
+ENCODING = DEFAULT_ENCODING
 
 
 class QNetwork(nn.Module):
@@ -110,6 +110,30 @@ def epsilon_at(step: int, config: DQNConfig) -> float:
     return config.epsilon_start + fraction * (config.epsilon_end - config.epsilon_start)
 
 
+class EpsilonGreedyMover(Mover):
+    """The training network in self-play, both sides: a random move for the first ``random_plies`` plies and with
+    probability epsilon after, else the legal move of highest Q. Keeps each position's state and the slot of the
+    move played there, the game's transitions."""
+
+    name = "dqn-self-play"
+
+    def __init__(self, trainer: "Trainer") -> None:
+        self.trainer = trainer
+        self.states: list[State] = []
+        self.actions: list[int] = []
+
+    def choose(self, board: chess.Board) -> chess.Move:
+        trainer, config = self.trainer, self.trainer.config
+        state = observe(board, trainer.encoding)
+        explore = len(self.actions) < config.random_plies or trainer.random.random() < epsilon_at(
+            trainer.counters["step"], config)
+        choice = (trainer.random.randrange(len(state.moves)) if explore
+                  else best_legal(trainer.model, state, trainer.device))
+        self.states.append(state)
+        self.actions.append(int(state.indices[choice]))
+        return state.moves[choice]
+
+
 class GreedyQMover(Mover):
     """The training network alone: the legal move with the highest Q-value."""
 
@@ -138,9 +162,7 @@ class Trainer:
         self.config = config
         self.out = Path(config.out)
         self.out.mkdir(parents=True, exist_ok=True)
-        self.device = pick_device(config.device)
-        if self.device.type == "cpu":
-            torch.set_num_threads(config.threads)
+        self.device = start_device(config.device, config.threads)
         self.encoding = get_encoding(ENCODING)
         torch.manual_seed(config.seed)
         self.model = QNetwork(self.encoding.planes, config.blocks, config.filters).to(self.device)
@@ -240,30 +262,23 @@ class Trainer:
         self.save(started, command)
 
     def self_play_game(self) -> None:
-        """One epsilon-greedy game of the network against itself; its transitions go into the buffer."""
-        config = self.config
-        board = chess.Board()
-        states: list[State] = []
-        actions: list[int] = []
-        score: Optional[float] = None
-        while len(actions) < config.max_plies:
-            score = white_score(board)
-            if score is not None:
-                break
-            state = observe(board, self.encoding)
-            explore = len(actions) < config.random_plies or self.random.random() < epsilon_at(
-                self.counters["step"], config)
-            choice = (self.random.randrange(len(state.moves)) if explore
-                      else best_legal(self.model, state, self.device))
-            states.append(state)
-            actions.append(int(state.indices[choice]))
-            board.push(state.moves[choice])
-            self.counters["step"] += 1
-            if len(self.buffer) >= config.batch_size and self.counters["step"] % config.train_every == 0:
-                self.update()
-        self.buffer.add(game_transitions(states, actions, white_material(board), 0.5 if score is None else score,
-                                         config.reward == "material"))
+        """One epsilon-greedy game of the network against itself (learning as it goes, :meth:`after_move`); its
+        transitions go into the buffer."""
+        mover = EpsilonGreedyMover(self)
+        record = play_game(mover, mover, chess.Board(), self.config.max_plies, on_move=self.after_move)
+        final = record.opening.copy()
+        for move in record.moves:
+            final.push(move)
+        self.buffer.add(game_transitions(mover.states, mover.actions, white_material(final), record.white_score,
+                                         self.config.reward == "material"))
         self.counters["games"] += 1
+
+    def after_move(self, board: chess.Board, move: chess.Move) -> None:
+        """A self-play ply played: counted, and every ``train_every`` plies a gradient step once the buffer holds
+        a batch."""
+        self.counters["step"] += 1
+        if len(self.buffer) >= self.config.batch_size and self.counters["step"] % self.config.train_every == 0:
+            self.update()
 
     def evaluate(self, games: int) -> dict:
         """The greedy network against a random mover, colours alternating: its wins, draws and losses."""
@@ -363,11 +378,9 @@ def load_q_network(path: Path) -> tuple[QNetwork, dict]:
 
 def export_dqn(checkpoint: Path, out: Path, command: str = "") -> Path:
     """DQN checkpoint -> ONNX Q-network with the metadata evaluators.dqn checks."""
-    from training.export import export_module
     model, state = load_q_network(checkpoint)
     encoding = get_encoding(state["encoding"])
     last_eval = next((h for h in reversed(state["history"]) if "eval_score" in h), {})
-    metadata = {KIND_KEY: KIND, "encoding": encoding.name, "policy_layout": "az-8x8x73", "value_head": "q",
-                "network": state["shape"], "training": {**state["counters"], **last_eval},
-                "training_config": state["config"], "command": command}
+    metadata = move_network_metadata(KIND, encoding.name, "q", state["shape"], state["config"], command,
+                                     training={**state["counters"], **last_eval})
     return export_module(model, (torch.zeros(1, encoding.planes, 8, 8),), out, ["planes"], ["q"], metadata)

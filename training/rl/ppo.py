@@ -4,7 +4,7 @@ The policy-value network is fine-tuned with clipped PPO on games against
 Stockfish whose `Skill Level` rises as a curriculum: the level goes up when the
 win rate over the last ``window`` games at the current level reaches
 ``promote_win_rate``. A share of the games starts from injected openings (a
-Polyglot book or a PGN, through the self-play module's opening book). Our moves
+Polyglot book or a PGN, through hackmate_core.openings' book). Our moves
 are sampled from the network's policy, or, from ``mcts_level`` on, from the
 blend pi = alpha pi_PPO + (1 - alpha) pi_MCTS of the policy and the visit
 distribution of a small PUCT search (sharpened by ``mcts_temperature``); the ratio of PPO is
@@ -51,15 +51,16 @@ from torch.nn import functional as F
 from evaluators.base import Evaluation, Evaluator, MoveLists, value_centipawns
 from evaluators.encoding import Encoding, get_encoding
 from evaluators.moves import POLICY_SIZE, move_to_index
+from hackmate_core.games import Mover, play_game
+from hackmate_core.openings import OpeningBook
 from search.base import SearchControl
 from training.configs import PPOConfig
-from training.model import PolicyValueNet
+from training.device import start_device, unpack_bits, unpack_planes
 from training.readable import record_line
-from training.generate import OpeningBook
-from training.rl.arena import EngineMover, stockfish, white_score
+from training.resnet.model import PolicyValueNet
+from training.rl.arena import EngineMover, stockfish
+from training.rl.buffer import observe, pack_mask
 from training.rl.history import save_history
-from training.rl.replay import observe, pack_mask, unpack_bits
-from training.train import pick_device, unpack_planes
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -186,6 +187,21 @@ class Step:
     control: float  # central control before the move
 
 
+class LearnerMover(Mover):
+    """Our side of a game against Stockfish: the move :meth:`Trainer.act` samples, its step kept for PPO."""
+
+    name = "ppo"
+
+    def __init__(self, trainer: "Trainer", search: Optional["PuctSearch"]) -> None:
+        self.trainer, self.search = trainer, search
+        self.steps: list[Step] = []
+
+    def choose(self, board: chess.Board) -> chess.Move:
+        step, move = self.trainer.act(board, self.search)
+        self.steps.append(step)
+        return move
+
+
 class Curriculum:
     """Stockfish's Skill Level, raised when the win rate over the last ``window`` games reaches the threshold."""
 
@@ -211,13 +227,11 @@ class Trainer:
     """A run: the network, its optimiser, the curriculum and the Stockfish opponent, saved and resumed together."""
 
     def __init__(self, config: PPOConfig) -> None:
-        from training.weights import load_network
+        from training.resnet.weights import load_network
         self.config = config
         self.out = Path(config.out)
         self.out.mkdir(parents=True, exist_ok=True)
-        self.device = pick_device(config.device)
-        if self.device.type == "cpu":
-            torch.set_num_threads(config.threads)
+        self.device = start_device(config.device, config.threads)
         resuming = self.checkpoint.exists()
         self.model, state = load_network(self.checkpoint if resuming else Path(config.checkpoint), device=self.device)
         self.encoding = get_encoding(state["meta"]["encoding"])
@@ -283,21 +297,11 @@ class Trainer:
         if self.book is not None and self.random.random() < config.opening_share:
             for move in self.book.line(self.random):
                 board.push(move)
-        search = PuctSearch(self.evaluator) if self.curriculum.level >= config.mcts_level else None
+        mover = LearnerMover(self, PuctSearch(self.evaluator) if self.curriculum.level >= config.mcts_level else None)
         opponent = self.stockfish()
-        opponent.new_game()
-        steps: list[Step] = []
-        plies = 0
-        while (score := white_score(board)) is None and plies < config.max_plies:
-            if board.turn == ours:
-                step, move = self.act(board, search)
-                steps.append(step)
-            else:
-                move = opponent.choose(board)
-            board.push(move)
-            plies += 1
-        white = 0.5 if score is None else score
-        return steps, white if ours == chess.WHITE else 1.0 - white
+        white, black = (mover, opponent) if ours == chess.WHITE else (opponent, mover)
+        white_score = play_game(white, black, board, config.max_plies).white_score
+        return mover.steps, white_score if ours == chess.WHITE else 1.0 - white_score
 
     def rollout(self, progress: "tqdm") -> tuple[dict[str, np.ndarray], dict]:
         """Games of one update: the arrays PPO trains on and what happened (W/D/L, promotions)."""
@@ -376,8 +380,8 @@ class Trainer:
 
     def save(self, command: str) -> Path:
         """The checkpoint (a weights file plus optimiser and curriculum), history, curves and the ONNX export."""
-        from training.export import export_resnet
-        from training.weights import FORMAT, VERSION
+        from training.resnet.export import export_resnet
+        from training.resnet.weights import FORMAT, VERSION
         temporary = self.checkpoint.with_name("checkpoint.pt.tmp")
         torch.save({"format": FORMAT, "version": VERSION, "shape": self.model.shape, "model": self.model.state_dict(),
                     "meta": self.meta, "config": asdict(self.config), "history": self.history,
