@@ -1,4 +1,4 @@
-"""Loading ONNX networks with onnxruntime, checking the metadata written by training.resnet.export, on the hardware asked.
+"""Loading ONNX networks with onnxruntime, checking the metadata training.resnet.export writes, on the hardware asked.
 
 ``Backend`` chooses onnxruntime's execution provider: ``cpu``; ``cuda`` (onnxruntime-gpu, an NVIDIA GPU);
 ``tensorrt`` (TensorRT through onnxruntime-gpu, which builds an engine for the network at the first load, then
