@@ -16,12 +16,26 @@ counter plane, which is stored as one byte and expanded when a batch is built.
   shorter than 8 positions, Lc0's default (``HistoryFill`` fen_only) fills the rest: nothing if the game began
   at the standard start position, else copies of its first position, with the pawn of an en-passant square
   moved back.
+- ``features36``: ``planes18``'s 17 binary planes in the same order (so that a network grown from a ``planes18``
+  one, the new input channels' weights at zero, computes the same function), 18 binary planes cheap to compute
+  at play time (after Czech et al. 2024, "Representation matters for mastering chess", arXiv 2304.14918), then
+  the fifty-move plane:
+
+  17 our pieces; 18 their pieces; 19 the checkers (the pieces giving check to the side to move, none when it is
+  not in check); 20 opposite-coloured bishops (ones where each side has exactly one bishop and the two stand on
+  squares of different colours); 21-25 ones where we have more pawns, knights, bishops, rooks, queens (a plane
+  each) than they have, 26-30 where we have fewer; 31-32 the from and to squares of the game's last move (theirs),
+  33-34 those of the move before it (ours).
+
+  The last moves are the board's move stack's (:func:`last_move_squares`), castling as the king's move to its
+  g- or c-file square in standard chess and Chess960 alike; their planes are empty where the game has fewer
+  moves (a FEN without moves has none, a FEN and one move has no move before the last) or the move is a null move.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import chess
 import numpy as np
@@ -38,6 +52,10 @@ PLANES18_CASTLING = (chess.H1, chess.A1, chess.H8, chess.A8)
 LC0_CASTLING = (chess.A1, chess.H1, chess.A8, chess.H8)
 #: The positions of Lc0's history.
 LC0_HISTORY = 8
+#: The moves of the game whose squares ``features36`` shows, the last first.
+FEATURES_LAST_MOVES = 2
+#: ``features36``'s material planes compare these piece types' counts.
+MATERIAL_TYPES = PIECE_ORDER[:5]
 
 
 def _castling_bits(board: chess.Board, us: chess.Color, rooks: Sequence[chess.Square]) -> list[int]:
@@ -53,9 +71,20 @@ class Encoding:
 
     name: str
     binary_planes: int
+    #: The positions of the game whose pieces the planes show: 1 (the position alone) or Lc0's history.
     history: int
     #: The order of the castling planes (:data:`PLANES18_CASTLING`, :data:`LC0_CASTLING`).
     castling_rooks: tuple[chess.Square, ...]
+    #: The binary planes of a board as bitboards, not yet flipped for Black.
+    unflipped: Callable[[chess.Board], list[int]]
+    #: The game's moves whose squares the planes show (:func:`last_move_squares`).
+    last_moves: int = 0
+
+    @property
+    def position_only(self) -> bool:
+        """Whether the planes are a function of the position alone (no history, no last moves): a position and
+        its mirror image, or a transposition, are encoded alike whatever the game."""
+        return self.history == 1 and not self.last_moves
 
     @property
     def planes(self) -> int:
@@ -69,7 +98,7 @@ class Encoding:
 
     def bitboards(self, board: chess.Board) -> list[int]:
         """The binary planes of ``board`` as bitboards, not yet flipped for Black (:func:`unpack_unflipped`)."""
-        return unflipped_bitboards(board) if self.history == 1 else lc0_bitboards(board)
+        return self.unflipped(board)
 
     def binary(self, board: chess.Board) -> np.ndarray:
         """The bool planes (binary_planes, 8, 8) of ``board``."""
@@ -94,7 +123,7 @@ class Encoding:
         for right, rook in zip(rights, self.castling_rooks):
             if right:
                 board.castling_rights |= chess.BB_SQUARES[rook]
-        en_passant = self.castling_planes.stop  # planes18's last binary plane; lc0-112 has none
+        en_passant = self.castling_planes.stop  # planes18's and features36's; lc0-112 has none
         if self.history == 1 and squares[en_passant]:
             board.ep_square = chess.lsb(int(squares[en_passant]))
         return board
@@ -211,6 +240,44 @@ def unflipped_bitboards(board: chess.Board) -> list[int]:
             + _castling_bits(board, us, PLANES18_CASTLING) + [0 if ep is None else 1 << ep])
 
 
+def last_move_squares(board: chess.Board) -> list[int]:
+    """The from and to squares of the last :data:`FEATURES_LAST_MOVES` moves of ``board``'s move stack, the last
+    first (-1, -1 for a move the stack does not have, or a null move): castling as the king's move to its g- or
+    c-file square (python-chess keeps e1g1 in standard chess, the king taking its rook in Chess960)."""
+    moves, before = board.move_stack, state_stack(board)
+    squares: list[int] = []
+    for back in range(1, FEATURES_LAST_MOVES + 1):
+        move = moves[-back] if back <= len(moves) else None
+        if not move:  # none, or a null move
+            squares += [-1, -1]
+            continue
+        origin, target, position = move.from_square, move.to_square, before[-back]
+        if position.kings & chess.BB_SQUARES[origin] and (
+                abs(chess.square_file(origin) - chess.square_file(target)) > 1
+                or position.rooks & chess.BB_SQUARES[target] & (position.occupied_w if position.turn == chess.WHITE
+                                                                else position.occupied_b)):
+            target = chess.square(6 if target > origin else 2, chess.square_rank(origin))
+        squares += [origin, target]
+    return squares
+
+
+def feature_bitboards(board: chess.Board) -> list[int]:
+    """The ``features36`` binary planes of ``board`` and its move stack as 35 bitboards, not yet flipped for
+    Black (the module's docstring lists them)."""
+    planes = unflipped_bitboards(board)
+    us = board.turn
+    ours, theirs = board.occupied_co[us], board.occupied_co[not us]
+    bishops = board.bishops
+    opposite = (chess.popcount(bishops & ours) == 1 and chess.popcount(bishops & theirs) == 1
+                and chess.popcount(bishops & chess.BB_LIGHT_SQUARES) == 1)
+    counts = [(chess.popcount(planes[index]), chess.popcount(planes[index + 6]))
+              for index in range(len(MATERIAL_TYPES))]
+    return (planes + [ours, theirs, board.checkers_mask(), FULL if opposite else 0]
+            + [FULL if own > other else 0 for own, other in counts]
+            + [FULL if own < other else 0 for own, other in counts]
+            + [0 if square < 0 else 1 << square for square in last_move_squares(board)])
+
+
 def unpack_unflipped(bitboards: np.ndarray, black: np.ndarray) -> np.ndarray:
     """uint64 bitboards (N, C) of :func:`unflipped_bitboards` and who is to move (N,) -> bool planes (N, C, 8, 8),
     flipped vertically where Black is to move."""
@@ -230,8 +297,10 @@ def assemble(binary: np.ndarray, rule50: np.ndarray) -> np.ndarray:
     return out
 
 
-ENCODINGS = {e.name: e for e in (Encoding("planes18", 17, 1, PLANES18_CASTLING),
-                                  Encoding("lc0-112", 111, LC0_HISTORY, LC0_CASTLING))}
+ENCODINGS = {e.name: e for e in (Encoding("planes18", 17, 1, PLANES18_CASTLING, unflipped_bitboards),
+                                  Encoding("lc0-112", 111, LC0_HISTORY, LC0_CASTLING, lc0_bitboards),
+                                  Encoding("features36", 35, 1, PLANES18_CASTLING, feature_bitboards,
+                                           FEATURES_LAST_MOVES))}
 
 
 def get_encoding(name: str) -> Encoding:

@@ -7,11 +7,11 @@ heuristic blend (:mod:`evaluators.blend`) and the cache (:mod:`evaluators.cache`
 
 Evaluation runs in the stages of :class:`evaluators.base.Request`, so that a
 search can prepare the next leaves while the network runs: ``prepare`` takes
-17 bitboards and the moves' policy slots from the board (the only Python work
-per position), ``collate`` unpacks a whole batch into planes, ``infer`` runs
-the network (beyond it, only a loop handing each request its row), ``finish``
-turns the W/D/L logits into probabilities and softmaxes every position's legal
-moves in one pass.
+the encoding's bitboards and the moves' policy slots from the board (the only
+Python work per position), ``collate`` unpacks a whole batch into planes,
+``infer`` runs the network (beyond it, only a loop handing each request its
+row), ``finish`` turns the W/D/L logits into probabilities and softmaxes every
+position's legal moves in one pass.
 
 ``Precision`` chooses what ``infer`` runs: the weights file (fp32), its int8
 copy beside it, or (the default) mixed: the int8 copy, and the fp32 network
@@ -37,7 +37,7 @@ import numpy as np
 from evaluators.base import Evaluation, Evaluator, LoadError, MoveLists, Request, evaluate_in_stages, value_centipawns
 from evaluators.blend import BlendedEvaluator
 from evaluators.cache import CachedEvaluator
-from evaluators.encoding import (ENCODINGS, Encoding, assemble, get_encoding, lc0_history, unflipped_bitboards,
+from evaluators.encoding import (ENCODINGS, Encoding, assemble, get_encoding, last_move_squares, lc0_history,
                                  unpack_unflipped)
 from evaluators.leela import is_leela_file
 from evaluators.moves import KING_TWO_SQUARES, PUSH_SLOT, PolicySlots, mirror_move
@@ -58,6 +58,8 @@ PRECISIONS = ("fp32", "int8", "mixed")
 #: rounding could swap them. 0.125 until the default of 26 November 2026, whose int8 copy needs 0.2 to keep the
 #: top move as fp32's on 99% of Carlsen's positions; docs/record/bench.md, "The mixed-precision margin raised to 0.2".
 MIXED_MARGIN = 0.2
+#: The attribute of a compiled PUCT leaf (hackmate_core._cpuct.Leaf) that holds each encoding's binary planes.
+LEAF_PLANES = {"planes18": "planes", "lc0-112": "lc0_planes", "features36": "feature_planes"}
 
 
 def int8_companion(path: Path) -> Path:
@@ -92,7 +94,7 @@ class ResNetEvaluator(Evaluator):
                            "moves are close"),
                Option("MirrorRoot", "check", False, attribute="mirror_root",
                       help="average the root's priors with its a<->h mirror image's (positions without castling "
-                           "rights; networks without history planes)"),
+                           "rights; networks without history or last-move planes)"),
                Option("RootPolicyTemperature", "spin", 0, 0, 500, scale=100, attribute="root_policy_temperature",
                       help="softmax temperature of the root's priors x100 (0: PolicyTemperature, as in the tree)"),
                Option("Backend", "combo", "auto", choices=BACKENDS, attribute="backend",
@@ -242,7 +244,11 @@ class ResNetEvaluator(Evaluator):
 
     def cache_key(self, board: chess.Board) -> Hashable:
         """The position and its clock, and with history planes a digest of all of them (the earlier positions,
-        their repetitions, the filled history of a game begun at a FEN: no list of moves says them all)."""
+        their repetitions, the filled history of a game begun at a FEN: no list of moves says them all).
+
+        Last-move planes (features36) are left out, as Lc0 leaves the history out by default (CacheHistoryLength
+        0): a transposition reached by other moves gets the evaluation cached first, and the planes cost no cache
+        hits (docs/compiled-core.md, "features36 on the compiled leaves")."""
         key = super().cache_key(board)
         if self.encoding.history > 1:
             key += (hashlib.blake2b(array("Q", self.encoding.bitboards(board)).tobytes(), digest_size=16).digest(),)
@@ -267,13 +273,8 @@ class ResNetEvaluator(Evaluator):
 
     def prepare(self, board: chess.Board, moves: Sequence[chess.Move]) -> Request:
         request = Request(moves)
-        encoding = self.encoding
-        turn = board.turn
-        if encoding.history == 1:
-            request.bitboards = unflipped_bitboards(board)  # type: ignore[attr-defined]
-        else:
-            request.planes = encoding.binary(board)  # type: ignore[attr-defined]
-        request.black = turn == chess.BLACK  # type: ignore[attr-defined]
+        request.bitboards = self.encoding.bitboards(board)  # type: ignore[attr-defined]
+        request.black = board.turn == chess.BLACK  # type: ignore[attr-defined]
         request.rule50 = board.halfmove_clock  # type: ignore[attr-defined]
         request.slots = self._slots.slots(board, moves)  # type: ignore[attr-defined]
         return request
@@ -281,11 +282,11 @@ class ResNetEvaluator(Evaluator):
     def root_evaluation(self, board: chess.Board, moves: Sequence[chess.Move]) -> Optional[Evaluation]:
         """The root's evaluation under ``MirrorRoot`` and ``RootPolicyTemperature`` (None when both are off): the
         average of the position and its a<->h mirror image, where no castling rights make them differ (the network
-        does not see them identically, so two looks average out some of its error; planes18 only: history planes
-        would need the game mirrored too); then the priors at the root's temperature. PUCT takes the root's priors
-        from it."""
+        does not see them identically, so two looks average out some of its error; encodings of the position alone:
+        history or last-move planes would need the game mirrored too); then the priors at the root's temperature.
+        PUCT takes the root's priors from it."""
         temperature = self.root_policy_temperature or self.softmax_temperature
-        mirror = self.mirror_root and not board.castling_rights and self.encoding.history == 1
+        mirror = self.mirror_root and not board.castling_rights and self.encoding.position_only
         if not mirror and temperature == self.softmax_temperature:
             return None
         moves = list(moves)
@@ -308,23 +309,27 @@ class ResNetEvaluator(Evaluator):
 
     def takes_leaves(self) -> bool:
         """Whether :meth:`prepare_leaf` can take a compiled PUCT leaf: yes, once the network is loaded (the leaf
-        computes both encodings and every policy convention)."""
+        computes every encoding and every policy convention)."""
         self.load()
         return True
 
     def leaf_history(self, board: chess.Board) -> Optional[bytes]:
-        """lc0-112's history of the search's root ``board`` (:func:`evaluators.encoding.lc0_history`, 8 x 13
-        native uint64s) for the compiled leaves below it; None for planes18, which has none."""
-        if self.encoding.history == 1:
-            return None
-        return array("Q", chain.from_iterable(lc0_history(board))).tobytes()
+        """What the compiled leaves below the search's root ``board`` take from its game: lc0-112's history of the
+        root (:func:`evaluators.encoding.lc0_history`, 8 x 13 native uint64s), features36's last moves of the root
+        (:func:`evaluators.encoding.last_move_squares`, 4 signed bytes); None for planes18, which needs neither."""
+        encoding = self.encoding
+        if encoding.history > 1:
+            return array("Q", chain.from_iterable(lc0_history(board))).tobytes()
+        if encoding.last_moves:
+            return array("b", last_move_squares(board)).tobytes()
+        return None
 
     def prepare_leaf(self, leaf: Any) -> Request:
         """:meth:`prepare` of a compiled PUCT leaf (hackmate_core._cpuct.Leaf): the same bitboards and slots,
         computed in C, the bitboards already unpacked into planes (bytes); :meth:`finish` treats both requests
         alike. The leaf's cache key tells histories apart as :meth:`cache_key` does."""
         request = Request(leaf.moves)
-        request.binary = leaf.planes if self.encoding.history == 1 else leaf.lc0_planes  # type: ignore[attr-defined]
+        request.binary = getattr(leaf, LEAF_PLANES[self.encoding.name])  # type: ignore[attr-defined]
         request.rule50 = leaf.rule50  # type: ignore[attr-defined]
         request.slots = leaf.slots(self._slots.king_takes_rook, self._slots.own_queen_slot)  # type: ignore
         return request
@@ -336,8 +341,6 @@ class ResNetEvaluator(Evaluator):
         if hasattr(requests[0], "binary"):  # compiled leaves (a batch is one search's, all of one kind)
             binary = np.frombuffer(b"".join([r.binary for r in requests]),  # type: ignore[attr-defined]
                                    dtype=bool).reshape(len(requests), -1, 8, 8)
-        elif self.encoding.history > 1:
-            binary = np.stack([r.planes for r in requests])  # type: ignore[attr-defined]
         else:
             black = np.array([r.black for r in requests])  # type: ignore[attr-defined]
             binary = unpack_unflipped(np.array([r.bitboards for r in requests], dtype=np.uint64),  # type: ignore

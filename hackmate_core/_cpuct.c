@@ -4,9 +4,10 @@
  * python-chess's public state (position()) or by playing a legal move (Position.make()), so that every
  * position the C code sees is one cb_set() accepted or one reached from it by legal moves.
  * Game: what a search's leaves take from the game before its root, made once per search by game(): the positions
- * the repetition rules look back on, and for the lc0-112 input the root's history as Python encodes it.
+ * the repetition rules look back on, and for the lc0-112 input the root's history, for the features36 input the
+ * root's last moves, as Python encodes them.
  * Leaf: a new leaf of the search tree made by leaf(): its position, legal moves and result by rule, with what
- * the evaluators take from it (cache key, tactical gains, planes18 or lc0-112 planes, policy slots).
+ * the evaluators take from it (cache key, tactical gains, planes18, lc0-112 or features36 planes, policy slots).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -18,11 +19,12 @@
 #include "cpuct.h"
 
 /* Raised when the module's Python API changes, so that search.puct refuses a stale build. */
-#define API_VERSION 7
+#define API_VERSION 8
 
 typedef struct {
     PyObject_HEAD
     cb_position position;
+    int last_move;                   /* the code of the move that made it (Position.make, Leaf.state); -1: none */
 } PositionObject;
 
 typedef struct {
@@ -33,9 +35,12 @@ typedef struct {
     PyObject *moves;                 /* the list of move codes, made on first request */
     int count;
     cb_move legal[CB_MAX_MOVES];
+    int code;                        /* the code of the move that made it; -1: none (the root alone, a FEN) */
     int has_lc0;                     /* whether lc0 and digest are set (a game with history, an ongoing game) */
     uint64_t digest;                 /* cp_digest of lc0 */
     uint64_t lc0[CP_LC0_PLANES];     /* the lc0-112 bitboards, before the flip for Black */
+    int has_last_moves;              /* whether last_moves is set (a game with the root's last moves) */
+    int8_t last_moves[2 * CP_LAST_MOVES];  /* features36's last moves: cp_move_squares of each, the last first */
 } LeafObject;
 
 typedef struct {
@@ -45,15 +50,20 @@ typedef struct {
     int first;                       /* whether the oldest of them (the root when there are none) began the game */
     int has_history;
     uint64_t history[CP_LC0_HISTORY][CP_LC0_BLOCK];  /* evaluators.encoding.lc0_history of the root */
+    int has_last_moves;
+    int8_t last_moves[2 * CP_LAST_MOVES];  /* evaluators.encoding.last_move_squares of the root */
 } GameObject;
 
 static PyTypeObject PositionType, LeafType, GameType;
 static PyObject *state_name;         /* "state", interned */
 static PyObject *chess_module;
 
-static PositionObject *new_position(const cb_position *position) {
+static PositionObject *new_position(const cb_position *position, int last_move) {
     PositionObject *self = PyObject_New(PositionObject, &PositionType);
-    if (self) self->position = *position;
+    if (self) {
+        self->position = *position;
+        self->last_move = last_move;
+    }
     return self;
 }
 
@@ -82,7 +92,7 @@ static PyObject *position_new(PyObject *module, PyObject *args) {
                                  fullmove_number, chess960);
     if (refusal) return PyErr_Format(PyExc_ValueError, "the compiled board does not take this position: %s",
                                      refusal);
-    return (PyObject *)new_position(&position);
+    return (PyObject *)new_position(&position, -1);
 }
 
 static PyObject *Position_make(PositionObject *self, PyObject *object) {
@@ -92,7 +102,7 @@ static PyObject *Position_make(PositionObject *self, PyObject *object) {
         return PyErr_Format(PyExc_ValueError, "move code %ld is not a legal move in this position", code);
     cb_position child = self->position;
     cb_make(&child, (cb_move)code, 1);
-    return (PyObject *)new_position(&child);
+    return (PyObject *)new_position(&child, (int)code);
 }
 
 static PyObject *position_state(const cb_position *p) {
@@ -139,7 +149,7 @@ static PyTypeObject PositionType = {
 
 /* ------------------------------------------------------------------ Leaf */
 
-static const cb_position *node_position(PyObject *node) {
+static const PositionObject *node_position(PyObject *node) {
     PyObject *state = PyObject_GetAttr(node, state_name);
     if (!state) return NULL;
     Py_DECREF(state);  /* the node keeps it */
@@ -147,7 +157,7 @@ static const cb_position *node_position(PyObject *node) {
         PyErr_SetString(PyExc_TypeError, "a node on the path has no compiled position");
         return NULL;
     }
-    return &((PositionObject *)state)->position;
+    return (const PositionObject *)state;
 }
 
 /* ------------------------------------------------------------------ Game */
@@ -161,10 +171,14 @@ static PyObject *game_new(PyObject *module, PyObject *args) {
     Py_buffer view = {0};
     if (history != Py_None) {
         if (PyObject_GetBuffer(history, &view, PyBUF_SIMPLE) < 0) return NULL;
-        if (view.len != (Py_ssize_t)sizeof(((GameObject *)NULL)->history)) {
+        int squares = view.len == (Py_ssize_t)sizeof(((GameObject *)NULL)->last_moves);
+        for (Py_ssize_t i = 0; squares && i < view.len; i++)
+            if (((const int8_t *)view.buf)[i] < -1 || ((const int8_t *)view.buf)[i] > 63) squares = 0;
+        if (view.len != (Py_ssize_t)sizeof(((GameObject *)NULL)->history) && !squares) {
             PyBuffer_Release(&view);
-            return PyErr_Format(PyExc_ValueError, "game(): the history is %d x %d native uint64s",
-                                CP_LC0_HISTORY, CP_LC0_BLOCK);
+            return PyErr_Format(PyExc_ValueError, "game(): the history is lc0-112's, %d x %d native uint64s, or "
+                                "features36's last moves, %d signed bytes from -1 to 63", CP_LC0_HISTORY,
+                                CP_LC0_BLOCK, 2 * CP_LAST_MOVES);
         }
     }
     GameObject *self = PyObject_New(GameObject, &GameType);
@@ -172,8 +186,10 @@ static PyObject *game_new(PyObject *module, PyObject *args) {
         self->positions = PyMem_Malloc((size_t)(known ? known : 1) * sizeof *self->positions);
         self->known = (int)known;
         self->first = first;
-        self->has_history = history != Py_None;
+        self->has_last_moves = history != Py_None && view.len == (Py_ssize_t)sizeof self->last_moves;
+        self->has_history = history != Py_None && !self->has_last_moves;
         if (self->has_history) memcpy(self->history, view.buf, sizeof self->history);
+        if (self->has_last_moves) memcpy(self->last_moves, view.buf, sizeof self->last_moves);
         if (!self->positions) {
             PyErr_NoMemory();
             Py_CLEAR(self);
@@ -223,8 +239,16 @@ static PyObject *leaf_new(PyObject *module, PyObject *args) {
     const cb_position *short_tree[SHORT_PATH], **tree = short_tree;
     if (length > SHORT_PATH && !(tree = PyMem_Malloc((size_t)length * sizeof *tree))) return PyErr_NoMemory();
     LeafObject *self = NULL;
-    for (Py_ssize_t i = 0; i < length - (length > 1); i++)
-        if (!(tree[i] = node_position(PyList_GET_ITEM(path, i)))) goto done;
+    const PositionObject *object = NULL;  /* the last node's before the leaf: its parent, or the root alone */
+    for (Py_ssize_t i = 0; i < length - (length > 1); i++) {
+        if (!(object = node_position(PyList_GET_ITEM(path, i)))) goto done;
+        tree[i] = &object->position;
+    }
+    if (game->has_last_moves && length > 2 && object->last_move < 0) {
+        PyErr_SetString(PyExc_ValueError, "a node below the root holds a Position made by position(), not by a "
+                                          "move: its last move is unknown");
+        goto done;
+    }
     const cb_position *parent = tree[length - 1 - (length > 1)];
     if (length > 1 && (code > 0xFFFF || !legal_in(parent, code))) {
         PyErr_Format(PyExc_ValueError, "move code %ld is not a legal move in the leaf's parent", code);
@@ -236,8 +260,21 @@ static PyObject *leaf_new(PyObject *module, PyObject *args) {
     self->mate_in_one = -1;
     self->has_lc0 = 0;
     self->position = *parent;
+    self->code = length > 1 ? (int)code : object->last_move;
     if (length > 1) cb_make(&self->position, (cb_move)code, 1);
     tree[length - 1] = &self->position;
+    self->has_last_moves = game->has_last_moves;
+    if (self->has_last_moves) {  /* the last moves: the tree's (each from its parent's position), then the root's */
+        int depth = (int)length - 1;
+        for (int back = 0; back < CP_LAST_MOVES; back++) {
+            int ply = depth - back;  /* tree[ply] is the position the move made */
+            if (ply >= 1)
+                cp_move_squares(tree[ply - 1], (cb_move)(ply == depth ? code : object->last_move),
+                                self->last_moves + 2 * back);
+            else
+                memcpy(self->last_moves + 2 * back, game->last_moves + 2 * (back - depth), 2);
+        }
+    }
     self->count = cb_legal_moves(&self->position, self->legal);
     self->result = cp_result(&self->position, self->count);
     cp_line line = {game->positions, game->known, tree, (int)length, game->first};
@@ -284,7 +321,9 @@ static PyObject *Leaf_get_moves(LeafObject *self, void *unused) {
     return Py_NewRef(self->moves);
 }
 
-static PyObject *Leaf_get_state(LeafObject *self, void *unused) { return (PyObject *)new_position(&self->position); }
+static PyObject *Leaf_get_state(LeafObject *self, void *unused) {
+    return (PyObject *)new_position(&self->position, self->code);
+}
 
 static PyObject *Leaf_get_cache_key(LeafObject *self, void *unused) {
     int clock = self->position.halfmove_clock < 100 ? self->position.halfmove_clock : 100;
@@ -348,6 +387,15 @@ static PyObject *Leaf_get_lc0_planes(LeafObject *self, void *unused) {
         return PyErr_Format(PyExc_ValueError, "this leaf has no lc0-112 planes (its game was made without a history, "
                                               "or its result is known by rule)");
     return binary_planes(self->lc0, CP_LC0_PLANES, self->position.turn == CB_BLACK);
+}
+
+static PyObject *Leaf_get_feature_planes(LeafObject *self, void *unused) {
+    if (!self->has_last_moves)
+        return PyErr_Format(PyExc_ValueError, "this leaf has no features36 planes (its game was made without the "
+                                              "root's last moves)");
+    uint64_t bitboards[CP_FEATURES];
+    cp_features(&self->position, self->legal, self->count, self->last_moves, bitboards);
+    return binary_planes(bitboards, CP_FEATURES, self->position.turn == CB_BLACK);
 }
 
 static PyObject *Leaf_slots(LeafObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -430,14 +478,16 @@ static PyGetSetDef Leaf_getset[] = {
     {"moves", (getter)Leaf_get_moves, NULL, "the legal moves' codes in python-chess's order.", NULL},
     {"state", (getter)Leaf_get_state, NULL, "the leaf's Position (for its node).", NULL},
     {"cache_key", (getter)Leaf_get_cache_key, NULL, "(key, min(halfmove_clock, 100)): the evaluation cache's key; "
-     "with the game's history, a digest of the lc0-112 bitboards too (what ResNetEvaluator.cache_key tells apart).",
-     NULL},
+     "with the game's history, a digest of the lc0-112 bitboards too (what ResNetEvaluator.cache_key tells apart; "
+     "features36's last moves are not in it).", NULL},
     {"gains", (getter)Leaf_get_gains, NULL, "evaluators.material.tactical_gains of the legal moves (checks "
      "included).", NULL},
     {"planes", (getter)Leaf_get_planes, NULL, "the 17 binary planes as bytes, flipped for Black (17 x 64, one "
      "byte a square).", NULL},
     {"lc0_planes", (getter)Leaf_get_lc0_planes, NULL, "the 111 binary planes of lc0-112 as bytes, flipped for Black "
      "(111 x 64, one byte a square); ValueError where the game has no history.", NULL},
+    {"feature_planes", (getter)Leaf_get_feature_planes, NULL, "the 35 binary planes of features36 as bytes, flipped "
+     "for Black (35 x 64, one byte a square); ValueError where the game has not the root's last moves.", NULL},
     {"rule50", (getter)Leaf_get_rule50, NULL, "the halfmove clock.", NULL},
     {"pieces", (getter)Leaf_get_pieces, NULL, "pieces on the board (tablebase coverage).", NULL},
     {"castling", (getter)Leaf_get_castling, NULL, "True when a castling right remains.", NULL},
@@ -796,8 +846,9 @@ static PyMethodDef module_methods[] = {
     {"game", game_new, METH_VARARGS,
      "game(positions, first, history): a Game for the leaves of a search: positions, the Positions of the game "
      "before the root within its fifty-move clock, oldest first; first, whether the oldest of them (the root when "
-     "there are none) is the game's first position; history, None or evaluators.encoding.lc0_history of the root "
-     "as 8 x 13 native uint64s (then the leaves have lc0-112 planes)."},
+     "there are none) is the game's first position; history, None, evaluators.encoding.lc0_history of the root "
+     "as 8 x 13 native uint64s (then the leaves have lc0-112 planes) or evaluators.encoding.last_move_squares of "
+     "the root as 4 signed bytes (then the leaves have features36 planes)."},
     {"leaf", leaf_new, METH_VARARGS,
      "leaf(path, code, game): the Leaf reached by the move code from the position of path[-2] (nodes "
      "with a `state` Position from the root on; code -1 with a path of the root alone: the root itself); "

@@ -8,6 +8,7 @@
 #define RANK_8 0xFF00000000000000ULL
 #define FILE_A 0x0101010101010101ULL
 #define FILE_H 0x8080808080808080ULL
+#define LIGHT_SQUARES 0x55AA55AA55AA55AAULL
 
 /* evaluators.material / hackmate_core.exchange */
 static const int PIECE_VALUES[7] = {0, 100, 320, 330, 500, 900, 0};
@@ -110,6 +111,43 @@ void cp_planes18(const cb_position *p, const cb_move *moves, int count, uint64_t
     }
 }
 
+static int count_bits(cb_bitboard b) {
+    int count = 0;
+    for (; b; b &= b - 1) count++;
+    return count;
+}
+
+/* castling (chess.Board.is_castling): the king moving two files or more, or onto a rook of its own */
+static int is_castling(const cb_position *p, int from, int to) {
+    int files = (from & 7) - (to & 7);
+    return (p->pieces[CB_KING] & CB_BIT(from))
+           && (files > 1 || files < -1 || (p->pieces[CB_ROOK] & p->colors[p->turn] & CB_BIT(to)));
+}
+
+void cp_move_squares(const cb_position *p, cb_move move, int8_t squares[2]) {
+    int from = CB_FROM(move), to = CB_TO(move);
+    squares[0] = (int8_t)from;
+    squares[1] = (int8_t)(is_castling(p, from, to) ? (from & ~7) + (to > from ? 6 : 2) : to);
+}
+
+void cp_features(const cb_position *p, const cb_move *moves, int count, const int8_t last[2 * CP_LAST_MOVES],
+                 uint64_t out[CP_FEATURES]) {
+    cp_planes18(p, moves, count, out);
+    int us = p->turn;
+    cb_bitboard ours = p->colors[us], theirs = p->colors[!us], bishops = p->pieces[CB_BISHOP];
+    out[17] = ours;
+    out[18] = theirs;
+    out[19] = cb_checkers(p);
+    out[20] = count_bits(bishops & ours) == 1 && count_bits(bishops & theirs) == 1
+              && count_bits(bishops & LIGHT_SQUARES) == 1 ? FULL : 0;
+    for (int type = CB_PAWN; type <= CB_QUEEN; type++) {  /* planes18's piece planes: ours, then theirs */
+        int own = count_bits(out[type - 1]), other = count_bits(out[type + 5]);
+        out[20 + type] = own > other ? FULL : 0;
+        out[25 + type] = own < other ? FULL : 0;
+    }
+    for (int i = 0; i < 2 * CP_LAST_MOVES; i++) out[31 + i] = last[i] < 0 ? 0 : CB_BIT(last[i]);
+}
+
 /* evaluators.encoding._lc0_ep_flag: the en-passant square where a pawn of the side to move stands beside the pawn
  * that made the double step (any in the game's first position), else -1. */
 static int lc0_ep_flag(const cb_position *p, int first) {
@@ -198,15 +236,12 @@ static int sign(int x) { return (x > 0) - (x < 0); }
 
 int cp_policy_slot(const cb_position *p, cb_move move, int conventions) {
     int from = CB_FROM(move), to = CB_TO(move), promotion = CB_PROMOTION(move);
-    if (p->pieces[CB_KING] & CB_BIT(from)) {
-        int files = (from & 7) - (to & 7);
-        if (files > 1 || files < -1 || (p->pieces[CB_ROOK] & p->colors[p->turn] & CB_BIT(to))) {  /* castling */
-            if (conventions & CP_KING_TAKES_ROOK) {
-                if (!p->chess960) to = (from & ~7) + (to > from ? 7 : 0);  /* e1g1 as e1h1 */
-            } else if (p->chess960) {  /* moves._two_square_castling */
-                int king_to = (from & ~7) + (to > from ? 6 : 2);
-                if (king_to != from) to = king_to;
-            }
+    if (is_castling(p, from, to)) {
+        if (conventions & CP_KING_TAKES_ROOK) {
+            if (!p->chess960) to = (from & ~7) + (to > from ? 7 : 0);  /* e1g1 as e1h1 */
+        } else if (p->chess960) {  /* moves._two_square_castling */
+            int king_to = (from & ~7) + (to > from ? 6 : 2);
+            if (king_to != from) to = king_to;
         }
     }
     if (p->turn == CB_BLACK) {

@@ -8,6 +8,8 @@
  * - the planes18 input of the network as 17 unflipped bitboards (evaluators.encoding.unflipped_bitboards);
  * - the lc0-112 input as 111 unflipped bitboards (evaluators.encoding.lc0_bitboards), the history from the leaf's
  *   line: the tree's positions, and above the root what the search hands over (evaluators.encoding.lc0_history);
+ * - the features36 input as 35 unflipped bitboards (evaluators.encoding.feature_bitboards), the last moves from
+ *   the leaf's line: the tree's moves, and above the root what the search hands over (last_move_squares);
  * - the policy slot of each move under a network's conventions (evaluators.moves.PolicySlots).
  */
 #ifndef HACKMATE_CPUCT_H
@@ -22,6 +24,9 @@
 #define CP_LC0_HISTORY 8
 #define CP_LC0_BLOCK 13
 #define CP_LC0_PLANES 111
+/* features36: the binary planes before the flip for Black, and the game's moves whose squares they show. */
+#define CP_FEATURES 35
+#define CP_LAST_MOVES 2
 /* PolicySlots' conventions, as flags: castling as the king taking its rook, a queen promotion in a slot of its own. */
 #define CP_KING_TAKES_ROOK 1
 #define CP_OWN_QUEEN_SLOT 2
@@ -58,6 +63,14 @@ void cp_planes18(const cb_position *position, const cb_move *moves, int count, u
  * before it from root_history (evaluators.encoding.lc0_history of the root, the root's first). */
 void cp_lc0_planes(const cp_line *line, const uint64_t root_history[CP_LC0_HISTORY][CP_LC0_BLOCK],
                    uint64_t out[CP_LC0_PLANES]);
+/* evaluators.encoding.last_move_squares of one legal move: its from and to squares, castling as the king's move to
+ * its g- or c-file square. */
+void cp_move_squares(const cb_position *before, cb_move move, int8_t squares[2]);
+/* feature_bitboards: planes18's 17 (cp_planes18), ours, theirs, the checkers, opposite-coloured bishops, ours >
+ * theirs in pawns to queens, ours < theirs, then a bitboard of each of the last moves' squares (last: the from and
+ * to squares of the last move, then of the one before, as cp_move_squares gives them; -1: none). */
+void cp_features(const cb_position *position, const cb_move *moves, int count, const int8_t last[2 * CP_LAST_MOVES],
+                 uint64_t out[CP_FEATURES]);
 /* A 64-bit digest of count words (a cache key of bitboards; equal words, equal digests). */
 uint64_t cp_digest(const uint64_t *words, int count);
 /* The policy slot (0..4671) of a legal move under the conventions (CP_KING_TAKES_ROOK | CP_OWN_QUEEN_SLOT, or 0:

@@ -170,7 +170,7 @@ def test_the_compiled_calls_refuse_bad_input():
     with pytest.raises(TypeError):
         cpuct.leaf([root], -1, b"")  # a game is a Game
     with pytest.raises(ValueError):
-        cpuct.game([], True, b"1234")  # the history is 8 x 13 uint64s
+        cpuct.game([], True, b"123")  # the history is 8 x 13 uint64s or 4 squares
     with pytest.raises(TypeError):
         cpuct.game([object()], True, None)  # positions are Positions
     with pytest.raises(ValueError):

@@ -345,3 +345,23 @@ def test_a_second_corpus_run_refuses_while_one_holds_the_cache(tmp_path, cache_d
         assert tree(cache_dir) == before
     result = CliRunner().invoke(cli, ["corpus", "--prune"])  # released: the same command runs
     assert result.exit_code == 0 and f"kept the current corpus, {corpus.JOINS}/{made.directory.name}" in result.output
+
+
+@pytest.mark.parametrize("name", ["planes18", "features36", "lc0-112"])
+def test_every_encoding_is_prepared_as_the_engine_encodes_the_game(tmp_path, cache_dir, name):
+    """A corpus record's planes are the encoding's planes of its position with the game before it (history and
+    last moves included), packed as the shards pack them."""
+    games = write_games(tmp_path / "a.pgn", range(2))
+    encoding = get_encoding(name)
+    expected: dict[int, list[bytes]] = {}
+    with open(games) as handle:
+        while (game := chess.pgn.read_game(handle)) is not None:
+            board = game.board()
+            for node in game.mainline():
+                planes = np.packbits(encoding.binary(board).reshape(-1), bitorder="little").tobytes()
+                expected.setdefault(chess.polyglot.zobrist_hash(board), []).append(planes)
+                board.push(node.move)
+    rows = by_key(make([games], skip_plies=0, encoding=name).directory)
+    once = {key: planes[0] for key, planes in expected.items() if len(planes) == 1 and key in rows}
+    assert len(once) > 60
+    assert all(rows[key][0] == planes for key, planes in once.items())

@@ -182,3 +182,63 @@ def test_lc0_planes_of_random_games_are_lc0s():
                                       err_msg=f"{root.fen()} {[m.uci() for m in played]}")
         checked += 1
     assert checked == 24
+
+
+def features(fen: str, ucis: str = "", chess960: bool = False) -> np.ndarray:
+    board = chess.Board(fen, chess960=chess960)
+    for uci in ucis.split():
+        board.push_uci(uci)
+    return get_encoding("features36").encode(board)
+
+
+def squares_of(plane: np.ndarray) -> set[str]:
+    """The squares set in a plane as the network sees it (row 0 is the side to move's first rank)."""
+    return {chess.square_name(chess.square(file, rank)) for rank, file in zip(*np.nonzero(plane))}
+
+
+def test_features36_begins_as_planes18_and_ends_with_the_fifty_move_plane():
+    for board in random_positions(300, seed=13):
+        old, new = get_encoding("planes18").encode(board), get_encoding("features36").encode(board)
+        np.testing.assert_array_equal(new[:17], old[:17])
+        np.testing.assert_array_equal(new[35], old[17])
+        assert set(np.unique(new[:35])) <= {0.0, 1.0}
+
+
+def test_features36_pieces_checkers_and_bishops():
+    planes = features("4r1k1/8/3b4/8/8/3n4/3B4/4K3 w - - 0 1")  # double check: the rook e8, the knight d3
+    assert squares_of(planes[17]) == {"d2", "e1"} and squares_of(planes[18]) == {"d3", "d6", "e8", "g8"}
+    assert squares_of(planes[19]) == {"d3", "e8"}
+    assert not planes[20].any()  # d2 and d6: both light
+    planes = features("6k1/8/3b4/8/8/8/4B3/4K3 b - - 0 1")  # e2 dark, d6 light; Black to move, flipped
+    assert planes[20].all() and not planes[19].any()
+    assert squares_of(planes[17]) == {"g1", "d3"} and squares_of(planes[18]) == {"e7", "e8"}
+    assert not features("6k1/8/3b4/8/8/8/3BB3/4K3 w - - 0 1")[20].any()  # two bishops against one
+    assert squares_of(features("4k3/8/8/8/8/8/8/4K2r w - - 0 1")[19]) == {"h1"}  # a single check
+
+
+def test_features36_material_comparisons():
+    # White: 2 pawns, a knight, a rook; Black: 1 pawn, 2 bishops, a queen; Black to move sees itself first
+    planes = features("3qk3/8/8/2b1b3/5p2/8/PP6/1N2K2R b - - 0 1")
+    more, fewer = planes[21:26].all(axis=(1, 2)).tolist(), planes[26:31].all(axis=(1, 2)).tolist()
+    assert more == [False, False, True, False, True]  # pawns, knights, bishops, rooks, queens
+    assert fewer == [True, True, False, True, False]
+    assert not (planes[21:31].any(axis=(1, 2)) & ~planes[21:31].all(axis=(1, 2))).any()  # all or nothing
+
+
+def test_features36_last_moves():
+    planes = features(chess.STARTING_FEN, "e2e4 e7e5")
+    assert [squares_of(planes[31 + i]) for i in range(4)] == [{"e7"}, {"e5"}, {"e2"}, {"e4"}]
+    planes = features(chess.STARTING_FEN, "e2e4")  # Black to move: flipped, the last move is White's e2e4
+    assert [squares_of(planes[31 + i]) for i in range(4)] == [{"e7"}, {"e5"}, set(), set()]
+    assert not features(chess.STARTING_FEN)[31:35].any()  # a game without moves
+    assert not features("rnbqkbnr/ppp1pppp/8/8/3pP3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 3")[31:35].any()  # a FEN
+    null = chess.Board()
+    null.push(chess.Move.null())
+    assert not get_encoding("features36").encode(null)[31:33].any()
+    # castling as the king's move to the g-file, whichever way python-chess keeps it
+    fen = "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1"
+    standard, chess960 = features(fen, "e1g1"), features(fen, "e1h1", chess960=True)
+    np.testing.assert_array_equal(standard, chess960)
+    assert squares_of(standard[31]) == {"e8"} and squares_of(standard[32]) == {"g8"}  # flipped for Black
+    planes = features("bqnbrk1r/pppppppp/8/8/8/8/PPPPPPPP/BQNBRK1R w HEhe - 0 1", "f1h1", chess960=True)
+    assert squares_of(planes[31]) == {"f8"} and squares_of(planes[32]) == {"g8"}  # a one-file king move

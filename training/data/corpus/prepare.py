@@ -19,7 +19,7 @@ import chess.pgn
 import chess.polyglot
 import numpy as np
 
-from evaluators.encoding import Encoding, get_encoding, unflipped_bitboards, unpack_unflipped
+from evaluators.encoding import Encoding, get_encoding, unpack_unflipped
 from evaluators.moves import move_to_index
 from hackmate_core.textfiles import READ_ERRORS
 from training.data import cache
@@ -81,7 +81,7 @@ class GameRows:
                 turn = board.turn
                 lists["key"].append(key)
                 if self.encoding.history == 1:
-                    lists["planes"].append(unflipped_bitboards(board))
+                    lists["planes"].append(self.encoding.bitboards(board))
                 else:
                     lists["planes"].append(np.packbits(self.encoding.binary(board).reshape(-1), bitorder="little"))
                 lists["black"].append(turn == chess.BLACK)
