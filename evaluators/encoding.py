@@ -79,6 +79,9 @@ class Encoding:
     unflipped: Callable[[chess.Board], list[int]]
     #: The game's moves whose squares the planes show (:func:`last_move_squares`).
     last_moves: int = 0
+    #: The encoding whose binary planes this one's begin with (in the same order): a network of that encoding grows
+    #: into one of this with the new planes' weights at zero and computes the same function (training's grow).
+    extends: str = ""
 
     @property
     def position_only(self) -> bool:
@@ -300,7 +303,7 @@ def assemble(binary: np.ndarray, rule50: np.ndarray) -> np.ndarray:
 ENCODINGS = {e.name: e for e in (Encoding("planes18", 17, 1, PLANES18_CASTLING, unflipped_bitboards),
                                   Encoding("lc0-112", 111, LC0_HISTORY, LC0_CASTLING, lc0_bitboards),
                                   Encoding("features36", 35, 1, PLANES18_CASTLING, feature_bitboards,
-                                           FEATURES_LAST_MOVES))}
+                                           FEATURES_LAST_MOVES, extends="planes18"))}
 
 
 def get_encoding(name: str) -> Encoding:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="the training extra (torch) is not installed")
@@ -105,3 +106,21 @@ def test_an_se_network_trains_exports_and_plays_as_its_pt(tiny_network, tmp_path
         load_network(tmp_path / "se" / "checkpoint.pt", expect={"blocks": 1, "squeeze": 0})
     with pytest.raises(ValueError, match="SE units is not rebuilt from its ONNX graph"):
         import_onnx(path, [])
+
+
+def test_a_network_grows_into_an_encoding_that_extends_its_own():
+    """planes18 -> features36: the new planes' weights at zero, the fifty-move plane's moved last: the grown network
+    computes on a position's features36 planes what the small one computes on its planes18 planes."""
+    import chess
+    from evaluators.encoding import get_encoding
+    small = PolicyValueNet(18, 2, 16).eval()
+    big = grow(small, 2, 16, encoding="features36", small_encoding="planes18").eval()
+    boards = [chess.Board(), chess.Board("r3k2r/pp3ppp/8/3Pp3/8/8/PPP2PPP/R3K2R w KQkq e6 0 12")]
+    boards[0].push_san("e4")
+    old = torch.from_numpy(np.stack([get_encoding("planes18").encode(b) for b in boards]))
+    new = torch.from_numpy(np.stack([get_encoding("features36").encode(b) for b in boards]))
+    with torch.no_grad():
+        for mine, theirs in zip(big(new), small(old)):
+            torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="extends"):
+        grow(small, 2, 16, encoding="lc0-112", small_encoding="planes18")

@@ -16,21 +16,27 @@ instead of spending its first hours relearning it.
 - **Squeeze-and-excitation**: SE units added to a network without them (or in appended
   blocks) start with their last layer at zero: a scale of exactly 1 and a shift of 0.
   An SE network can grow deeper, not wider (its scale and shift halves would mix).
+- **More input planes**: into an encoding that extends the network's own (its binary planes
+  first, in the same order: ``Encoding.extends``), the stem's weights for the new planes
+  start at zero and the fifty-move plane's move to the last input.
 """
 
 from __future__ import annotations
 
 import torch
 
+from evaluators.encoding import get_encoding
 from training.resnet.model import PolicyValueNet, full_shape
 
 
-def grow(small: PolicyValueNet, blocks: int, filters: int, squeeze: int = 0) -> PolicyValueNet:
+def grow(small: PolicyValueNet, blocks: int, filters: int, squeeze: int = 0, encoding: str = "",
+         small_encoding: str = "") -> PolicyValueNet:
     """A ``blocks`` x ``filters`` network (with SE units of ``squeeze`` where > 0) computing what ``small``
-    computes (up to float rounding).
+    computes (up to float rounding), on the input planes of ``encoding`` where it extends ``small_encoding`` (the
+    small network's), on the small network's own otherwise.
 
-    ``small`` must be no deeper and no wider than the result; same input planes and value head; an SE network
-    keeps its ``squeeze`` and its width.
+    ``small`` must be no deeper and no wider than the result; same value head; an SE network keeps its ``squeeze``
+    and its width.
     """
     shape = small.shape
     old_squeeze = full_shape(shape)["squeeze"]
@@ -40,7 +46,12 @@ def grow(small: PolicyValueNet, blocks: int, filters: int, squeeze: int = 0) -> 
     if old_squeeze and (squeeze != old_squeeze or filters != shape["filters"]):
         raise ValueError(f"an SE network (squeeze {old_squeeze}) grows deeper only, with the same squeeze and "
                          f"{shape['filters']} filters")
-    big = PolicyValueNet(shape["planes"], blocks, filters, shape["value_hidden"], squeeze)
+    planes = shape["planes"]
+    if encoding and encoding != small_encoding:
+        if get_encoding(encoding).extends != small_encoding:
+            raise ValueError(f"a {small_encoding} network grows into {encoding} only if {encoding} extends it")
+        planes = get_encoding(encoding).planes
+    big = PolicyValueNet(planes, blocks, filters, shape["value_hidden"], squeeze)
     state = big.state_dict()
     with torch.no_grad():
         for key, old in small.state_dict().items():
@@ -54,6 +65,10 @@ def grow(small: PolicyValueNet, blocks: int, filters: int, squeeze: int = 0) -> 
                 new.zero_()
             elif old.dim() >= 2:
                 new[:old.shape[0], old.shape[1]:] = 0  # new inputs feed nothing old
+            if key == STEM_WEIGHT and new.shape[1] > old.shape[1]:  # the fifty-move plane stays the last input
+                new[:old.shape[0]] = 0
+                new[:old.shape[0], -1] = old[:, -1]
+                old = old[:, :-1]
             new[tuple(slice(0, size) for size in old.shape)] = old
         for index in range(shape["blocks"], blocks):  # appended blocks start as identities
             state[f"tower.{index}.bn2.weight"].zero_()
@@ -63,6 +78,10 @@ def grow(small: PolicyValueNet, blocks: int, filters: int, squeeze: int = 0) -> 
             state[f"tower.{index}.se.expand.bias"].zero_()
     big.load_state_dict(state)
     return big
+
+
+#: The stem convolution's weights: (filters, input planes, 3, 3).
+STEM_WEIGHT = "stem.0.weight"
 
 
 def _is_norm(model: PolicyValueNet, key: str) -> bool:

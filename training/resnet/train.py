@@ -184,11 +184,11 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
         resumed_seconds = resumed.get("run_seconds", 0.0)
         if average is not None and "swa" in resumed:
             average = WeightAverage.from_dict(resumed["swa"])
-    elif config.init and config.grow:
-        start, _ = load_network(Path(config.init), expect={"planes": model.shape["planes"],
-                                                           "value_hidden": model.shape["value_hidden"]})
+    elif config.init and config.grow:  # a larger network, or more input planes (an encoding that extends it)
+        start, start_state = load_network(Path(config.init), expect={"value_hidden": model.shape["value_hidden"]})
         try:
-            model.load_state_dict(grow(start, config.blocks, config.filters, config.squeeze).state_dict())
+            model.load_state_dict(grow(start, config.blocks, config.filters, config.squeeze, encoding.name,
+                                       start_state["meta"]["encoding"]).state_dict())
         except ValueError as error:
             raise WeightsError(f"{config.init}: {error}") from None
     elif config.init:
