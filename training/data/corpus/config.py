@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluators.encoding import ENCODINGS as BOARD_ENCODINGS
 from training.config_cli import setting
 from training.data.pgn import DataError
 from training.data.shards import DEFAULT_ENCODING
@@ -17,8 +18,8 @@ TESTSET = REPOSITORY / "testset"
 CURRENT = "corpus"
 #: The folder under the cache root whose game and MultiPV files every corpus joins (CorpusConfig.added).
 ADDED = "games"
-#: The board encodings a corpus part is prepared in (training.data.corpus.prepare writes these two layouts).
-ENCODINGS = (DEFAULT_ENCODING, "lc0-112")
+#: The board encodings a corpus part is prepared in: every encoding of the registry, the default first.
+ENCODINGS = (DEFAULT_ENCODING, *(name for name in BOARD_ENCODINGS if name != DEFAULT_ENCODING))
 
 
 class CorpusError(DataError):
