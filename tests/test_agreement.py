@@ -16,9 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from training.__main__ import cli
+from training.data.heldout import Selection, select_positions, wilson_interval
 from training.data.split import game_identity
-from training.uci.agreement import (BAD_ANSWER, ENGINE_CRASHED, NO_MOVE, Selection, ask_engine, parse_options,
-                                    select_positions, wilson_interval)
+from training.uci.agreement import BAD_ANSWER, ENGINE_CRASHED, NO_MOVE, ask_engine, parse_options
 
 BOOK_PLIES = 4
 PERIOD = 3  # small, so that a dozen games have some in the split and some out
@@ -36,6 +36,9 @@ for line in sys.stdin:
     if words[0] == "go" and os.environ.get("FAKE_ENGINE_PIDS"):  # which process answered
         with open(os.environ["FAKE_ENGINE_PIDS"], "a") as pids:
             print(os.getpid(), file=pids)
+    if words[0] == "position" and os.environ.get("FAKE_ENGINE_POSITIONS"):  # what it was sent
+        with open(os.environ["FAKE_ENGINE_POSITIONS"], "a") as positions:
+            print(line.strip(), file=positions)
     if words[0] == "uci":
         print("option name Answer type string default first")
         print("option name TacticalPriors type spin default 50 min 0 max 100")
@@ -94,15 +97,16 @@ def held_out(game: chess.pgn.Game) -> bool:
     return game_identity(game, game.mainline_moves()) % PERIOD == 0
 
 
-def expected_positions(games: list[chess.pgn.Game], from_ply: int, split: bool) -> list[tuple[str, str]]:
-    """(FEN, Stockfish's move) of every position the rule takes, in order."""
+def expected_positions(games: list[chess.pgn.Game], from_ply: int, split: bool, played: bool = False
+                       ) -> list[tuple[str, str]]:
+    """(FEN, Stockfish's move, or with ``played`` any move) of every position the rule takes, in order."""
     positions = []
     for game in games:
         if split and not held_out(game):
             continue
         board = game.board()
         for ply, node in enumerate(game.mainline()):
-            if ply >= from_ply and node.eval() is not None:
+            if ply >= from_ply and (played or node.eval() is not None):
                 positions.append((board.fen(), node.move.uci()))
             board.push(node.move)
     return positions
@@ -124,6 +128,29 @@ def test_every_stockfish_move_from_the_ply_on_of_the_held_out_games(games, pgn):
     everything = select_positions([pgn], from_ply=16, count=0, period=None)
     assert positions_of(everything) == expected_positions(games, 16, split=False)
     assert len(everything.samples) > len(selection.samples)
+
+
+def test_played_takes_every_move_from_the_ply_on(games, pgn):
+    for split in (True, False):
+        selection = select_positions([pgn], from_ply=10, count=0, period=PERIOD if split else None, played=True)
+        assert positions_of(selection) == expected_positions(games, 10, split, played=True)
+        assert len(selection.samples) > len(expected_positions(games, 10, split))
+
+
+def test_each_position_is_sent_with_its_whole_game(games, pgn, fake_engine, tmp_path, monkeypatch):
+    """`position startpos moves ...` with every move of the game before the position, whatever the sample."""
+    monkeypatch.setenv("FAKE_ENGINE_POSITIONS", str(tmp_path / "positions"))
+    result = CliRunner().invoke(cli, ["agreement", str(pgn), "--played", "--all-games", "--from-ply", "10",
+                                      "--count", "12", "--engine", fake_engine, "--json"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)
+    assert figures["agreement"]["positions"] == 12 and figures["settings"]["moves"] == "played"
+    assert figures["eligible"]["positions"] == len(expected_positions(games, 10, split=False, played=True))
+    selection = select_positions([pgn], from_ply=10, count=12, period=None, played=True)
+    sent = (tmp_path / "positions").read_text().splitlines()
+    assert sorted(sent) == sorted(" ".join(["position startpos moves", *(move.uci() for move in
+                                                                           selection.games[number].moves[:ply])])
+                                  for number, ply in selection.samples)
 
 
 def test_the_sample_is_seeded_and_keeps_the_history(pgn):

@@ -329,8 +329,12 @@ def test_distilling_from_an_ensemble_of_trained_teachers(tiny_comparator, tmp_pa
                         val_pairs=500, validation=0.3, teachers=[str(run / "teacher.pt")] * 2,
                         student=str(run / "student.pt"))
     again = run_pipeline(config, log=lambda _: None)
-    # two copies of one teacher judge as that teacher, on the same held-out pairs
-    assert again["evaluation"]["validation"]["full"] == pytest.approx(report["evaluation"]["validation"]["full"])
+    # two copies of one teacher judge as that teacher, on the same held-out pairs (their mean's rounding may break
+    # a round robin's near tie otherwise: one parent's preferred child)
+    parents = report["data"]["siblings"]["validation_parents_evaluated"]
+    for name, value in report["evaluation"]["validation"]["full"].items():
+        tolerance = 1.01 / parents if name == "preferred_child" else 1e-6
+        assert again["evaluation"]["validation"]["full"][name] == pytest.approx(value, abs=tolerance), name
     assert again["history"]["full"] == [] and not (tmp_path / "again" / "teacher.pt").exists()
     assert (tmp_path / "again" / "student.pt").exists()
     with pytest.raises(ValueError, match="teacher.pt: a comparator of sizes"):
@@ -341,3 +345,107 @@ def test_distilling_from_an_ensemble_of_trained_teachers(tiny_comparator, tmp_pa
     with pytest.raises(ValueError, match="junk.pt: not a PyTorch weights file"):
         run_pipeline(toy_config(out=str(tmp_path / "bad"), labels=[str(labels)], validation=0.3,
                                 teachers=[str(tmp_path / "junk.pt")]), log=lambda _: None)
+
+
+# --- won and lost positions by their [%eval] (issue 55) ------------------------------------------------------------
+
+OPENING = "1. e4 d5 2. Nc3 Nf6 3. Nf3 Nc6 4. Bb5 Bd7 5. d3 e6 "  # ten plies: never a position used
+#: an eval is of the position after its move: +3 (won), -3 (lost), +0.2 (neither at 0.5), White mates in 2 (won), 8.
+#: Nxe5 is a capture, +4 (won); the position after 8...h6 is the game's last (no move played from it), and the
+#: opening's +5 is in the first five moves; Black won all the same
+ANNOTATED = ('[Result "0-1"]\n\n' + OPENING.replace("Bd7", "Bd7 { [%eval 5.0] }")
+             + '{ [%eval 3.0] } 6. O-O { [%eval -3.0] } 6... Be7 { [%eval 0.2] } 7. a3 { [%eval #2] } '
+             '7... e5 { [%eval 4.0] } 8. Nxe5 { [%eval 4.0] } 8... h6 { [%eval -9.0] } 0-1\n\n')
+WITHOUT_EVALS = (f'[Result "1-0"]\n\n{OPENING}6. O-O Be7 7. a3 e5 8. Nxe5 h6 1-0\n\n'
+                 f'[Result "1/2-1/2"]\n\n{OPENING}6. O-O Be7 1/2-1/2\n\n')
+
+
+def boards_before(pgn_text: str, plies: list[int]) -> list[chess.Board]:
+    import io
+    import chess.pgn
+    game = chess.pgn.read_game(io.StringIO(pgn_text))
+    board, boards = game.board(), []
+    for ply, move in enumerate(game.mainline_moves()):
+        if ply in plies:
+            boards.append(board.copy())
+        board.push(move)
+    return boards
+
+
+def test_annotated_positions_are_won_or_lost_by_their_eval(tmp_path):
+    pgn = tmp_path / "annotated.pgn"
+    pgn.write_text(ANNOTATED + WITHOUT_EVALS)
+    data = read_games([pgn], eval_threshold=0.5)
+    positions = data.positions
+    by_game = {int(game): positions.white_won[positions.game == game].tolist() for game in np.unique(positions.game)}
+    # the drawn game without evals gives nothing; a decisive one without evals is labelled by its result
+    assert by_game == {0: [True, False, True, True], 1: [True] * 5} and data.annotated == 1 and data.decisive == 2
+    won_lost = unpack(positions.bits[positions.game == 0])
+    expected = [encode(board) for board in boards_before(ANNOTATED, [10, 11, 13, 15])]  # 12: neither, 14: capture
+    assert (won_lost == np.array(expected)).all()
+    # nearer equality the threshold decides: +0.2 is W - L = 0.017 at ply 12, won at 0 and left out at 0.5
+    assert read_games([pgn], eval_threshold=0.0).positions.white_won[:5].tolist() == [True, False, True, True, True]
+    # without a threshold every game is labelled by its result: the annotated one, which Black won, too
+    result_rule = read_games([pgn]).positions
+    assert result_rule.white_won[result_rule.game == 0].tolist() == [False] * 5
+
+
+def test_games_without_evals_are_labelled_and_held_out_as_before(tmp_path):
+    """Without evals the eval rule is the paper's rule, the same positions; and whatever the rule, the held-out
+    games are training.data.split's numbered games (file * 10,000,000 + index), every position of them held out."""
+    import chess.pgn
+    from training.data.split import numbered_game_held_out, period_of
+    pgn = tmp_path / "plain.pgn"
+    pgn.write_text(WITHOUT_EVALS * 3)
+    by_eval, by_result = read_games([pgn], per_game=3, eval_threshold=0.5), read_games([pgn], per_game=3)
+    for name in ("bits", "white_won", "game", "key"):
+        assert np.array_equal(getattr(by_eval.positions, name), getattr(by_result.positions, name)), name
+    files = [pgn, FIXTURE]
+    expected = set()
+    for number, path in enumerate(files):
+        with open(path) as handle:
+            index = 0
+            while (game := chess.pgn.read_game(handle)) is not None:
+                if numbered_game_held_out(number * 10_000_000 + index, period_of(0.3)):
+                    board = game.board()
+                    expected.add(position_key(board))
+                    for move in game.mainline_moves():
+                        board.push(move)
+                        expected.add(position_key(board))
+                index += 1
+    by_eval, by_result = (read_games(files, validation=0.3, eval_threshold=threshold) for threshold in (0.5, None))
+    assert by_eval.annotated == 12 and by_result.annotated == 0
+    assert set(by_eval.heldout_keys.tolist()) == set(by_result.heldout_keys.tolist()) == expected
+    assert np.array_equal(by_eval.known_keys, by_result.known_keys)
+
+
+def test_the_label_rule_reaches_the_named_validation_set(tmp_path):
+    from click.testing import CliRunner
+    from training.__main__ import cli
+    from training.deepchess.data import held_out
+    pgn = tmp_path / "annotated.pgn"
+    pgn.write_text((ANNOTATED + WITHOUT_EVALS) * 8)
+    sets = {}
+    for rule in ("eval", "result"):
+        out = tmp_path / f"{rule}.npz"
+        result = CliRunner().invoke(cli, ["deepchess-valset", str(pgn), "--won-lost", rule, "--eval-threshold",
+                                          "0.5", "--validation", "0.5", "--val-pairs", "50", "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        sets[rule] = ValidationSet.load(out)
+    assert sets["eval"].info["won_lost"] == "eval" and sets["eval"].info["eval_threshold"] == 0.5
+    assert sets["result"].info["eval_threshold"] is None
+    assert np.array_equal(sets["eval"].heldout_keys, sets["result"].heldout_keys)  # the same games held out
+    for rule, threshold in (("eval", 0.5), ("result", None)):
+        positions = read_games([pgn], validation=0.5, eval_threshold=threshold).positions
+        assert sets[rule].info["won_lost_positions"] == held_out(positions.game, 0.5).sum() > 0, rule
+    assert len(sets["eval"].label) == 50
+
+
+def test_the_towers_learn_alone_on_a_share_of_the_positions(tiny_comparator, tmp_path):
+    onnx_path, report = tiny_comparator
+    run, labels = onnx_path.parent / "run", onnx_path.parent / "labels.jsonl.gz"
+    # by default every training position and as many sibling children
+    assert report["data"]["tower_positions"] > report["data"]["train_positions"] > 40
+    config = toy_config(out=str(tmp_path / "few"), labels=[str(labels)], pairs_per_epoch=500, distill_epochs=1,
+                        val_pairs=100, validation=0.3, teachers=[str(run / "teacher.pt")], tower_positions=40)
+    assert run_pipeline(config, log=lambda _: None)["data"]["tower_positions"] == 40

@@ -1,4 +1,5 @@
-"""Data generation with UCI engines: annotation and self-play (resumable, unequal budgets, books, filter)."""
+"""Data generation with UCI engines: annotation and self-play (resumable, the same games for any workers, unequal
+budgets, books, filter)."""
 
 from __future__ import annotations
 
@@ -80,3 +81,16 @@ def test_unequal_budgets_book_and_decisive_only(tmp_path):
     assert all(line.split()[1] in ("e4", "f3") for line in re.findall(r"^1\. \S+", text, re.M))  # the book's
     summary = summarize_games(out)
     assert summary["games"] == 2 and summary["decisive_share"] == 1.0 and summary["annotated_positions"] > 20
+
+
+@needs_stockfish
+def test_selfplay_games_do_not_depend_on_the_workers_and_a_rerun_finishes_a_cut_part(tmp_path):
+    one, two = tmp_path / "one.pgn", tmp_path / "two.pgn"
+    assert selfplay(one, stockfish_path(), nodes=40, games=3, workers=1, random_plies=4, seed=9) == 3
+    text = one.read_text()
+    games = re.split(r"\n\n(?=\[Event )", text.strip())
+    assert [re.search(r'\[Round "(\d+)"\]', game).group(1) for game in games] == ["1", "2", "3"]
+    # a run stopped while writing its second game: the third game whole, then half of the first
+    (tmp_path / "two.pgn.part").write_text(games[2] + "\n\n" + games[0][:len(games[0]) // 2])
+    assert selfplay(two, stockfish_path(), nodes=40, games=3, workers=2, random_plies=4, seed=9) == 2
+    assert two.read_text() == text and not (tmp_path / "two.pgn.part").exists()

@@ -45,7 +45,7 @@ PAIR_TOLERANCE = 0.01
 
 
 @lru_cache(maxsize=None)
-def test_positions() -> tuple[list[chess.Board], np.ndarray, np.ndarray]:
+def held_out_positions() -> tuple[list[chess.Board], np.ndarray, np.ndarray]:
     """The test set's boards, each one's best move's policy slot, and Stockfish's W - L (NaN where unlabelled)."""
     meta = json.loads((TESTSET / "meta.json").read_text())
     boards, best, value = [], [], []
@@ -71,7 +71,7 @@ def top_move_slots(evaluations: list, boards: list[chess.Board]) -> np.ndarray:
 
 def network_figures(evaluator: ResNetEvaluator | DQNEvaluator) -> dict[str, float]:
     """Top-1 and value MAE of an evaluator over the whole test set, 256 positions a batch."""
-    boards, best, value = test_positions()
+    boards, best, value = held_out_positions()
     evaluations = []
     for start in range(0, len(boards), 256):
         part = boards[start:start + 256]
@@ -85,7 +85,7 @@ def network_figures(evaluator: ResNetEvaluator | DQNEvaluator) -> dict[str, floa
 def comparator_won_lost(comparator: ComparatorEvaluator, pairs: int = 2000, seed: int = 1) -> float:
     """Share of (won, lost) pairs, both for White and drawn at random from the test set, in which the comparator
     prefers the won position (each pair given in a random order)."""
-    boards, _, value = test_positions()
+    boards, _, value = held_out_positions()
     for_white = [v if board.turn == chess.WHITE else -v for board, v in zip(boards, value)]  # labels: the mover's
     won = [board for board, v in zip(boards, for_white) if v >= 0.8]
     lost = [board for board, v in zip(boards, for_white) if v <= -0.8]

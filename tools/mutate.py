@@ -59,10 +59,13 @@ class Mutation:
     apply: Callable[[Path], None]
     #: pytest arguments: the tests that should catch it.
     tests: tuple[str, ...]
+    #: Whether the copy's C extensions are built again after the mutation (it changes C).
+    rebuild: bool = False
 
 
 UCI_PLAY = ("tests/test_uci_protocol.py", "-k", "every_backend_prints_info_lines")
 SHIPPED_SCORES = ("tests/test_shipped_scores.py",)
+TRAINING_LEARNS = ("tests/test_training_pipeline.py", "-k", "fits_a_small_set or stopped_and_resumed")
 
 MUTATIONS = [
     Mutation("illegal-move", "PUCT answers e2e5 whatever the position",
@@ -83,6 +86,28 @@ MUTATIONS = [
     Mutation("truncated-network", "weights/resnet.onnx cut to half its bytes",
              truncate("weights/resnet.onnx"),
              SHIPPED_SCORES),
+    Mutation("loss-sign-reversed", "supervised training ascends its policy and value loss",
+             replace("training/resnet/train.py", "loss = policy_loss + config.value_loss_weight * value_loss",
+                     "loss = -(policy_loss + config.value_loss_weight * value_loss)"),
+             TRAINING_LEARNS),
+    Mutation("no-zero-grad", "supervised training never clears its gradients: each step adds the ones before",
+             replace("training/resnet/train.py", "optimizer.zero_grad(set_to_none=True)\n            loss.backward()",
+                     "loss.backward()"),
+             TRAINING_LEARNS),
+    Mutation("export-wrong-kind", "the policy-value export names another kind of network in its metadata",
+             replace("training/resnet/export.py", "move_network_metadata(RESNET_KIND, ",
+                     "move_network_metadata(RESNET_KIND + '-v2', "),
+             ("tests/test_training_pipeline.py", "-k", "engine_plays_the_exported_network")),
+    Mutation("comparator-random", "the comparator's pair probability is a coin (Python)",
+             replace("evaluators/comparator.py",
+                     "return 0.5 + 0.5 * (_sigmoid(forward + self.out_bias) - _sigmoid(backward + self.out_bias))",
+                     "return __import__('random').random()"),
+             (*SHIPPED_SCORES, "-k", "comparator")),
+    Mutation("compiled-comparator-random", "the compiled comparator's pair probability is a coin (C, rebuilt)",
+             replace("hackmate_core/ccomp.c",
+                     "return 0.5 + 0.5 * (sigmoid((double)forward + net->out_bias) - sigmoid((double)backward + "
+                     "net->out_bias));", "return rand() / (double)RAND_MAX;"),
+             ("tests/test_compiled_comparison.py", "-k", "computes_numpy_s_numbers"), rebuild=True),
 ]
 
 
@@ -100,6 +125,11 @@ def check(mutation: Mutation, workdir: Path) -> tuple[bool, str]:
     root = workdir / mutation.name
     shutil.copytree(ROOT, root, ignore=NOT_COPIED, symlinks=True)
     mutation.apply(root)
+    if mutation.rebuild:  # the copy kept this checkout's builds: only what the mutation changed is compiled
+        built = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-q"], cwd=root,
+                               capture_output=True, text=True)
+        if built.returncode:
+            raise click.ClickException(f"{mutation.name}: the C extensions did not build: {built.stderr[-500:]}")
     status, summary = run_tests(root, mutation.tests)
     if status not in (0, 1):  # 2-5: interrupted, internal error, usage, no tests: the check itself is broken
         raise click.ClickException(f"{mutation.name}: pytest could not run the tests (status {status}): {summary}")

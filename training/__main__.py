@@ -21,7 +21,8 @@ from training.configs import (AgreementConfig, AlphaZeroConfig, AnnotateConfig, 
                               CorpusCommandConfig, DeepChessConfig, DeepChessEvalConfig, DistilConfig, DQNConfig,
                               EngineCeilingConfig, FiguresConfig, ImportLabelsConfig, ImportOnnxConfig,
                               LabelCommandConfig, LabelConfig, LabelSpeedConfig, NetworkFileConfig, PPOConfig,
-                              PrepareConfig, QuantizeConfig, SelfPlayConfig, SelfPlayOptions, TrainConfig)
+                              PolicyAgreementConfig, PrepareConfig, QuantizeConfig, SelfPlayConfig, SelfPlayOptions,
+                              TrainConfig)
 from training.data import cache, corpus
 from training.data.corpus import CorpusConfig
 from training.errors import clear_errors
@@ -270,6 +271,27 @@ def import_onnx_command(onnx_file: Path, calibration: Path, positions: int, out:
     click.echo(f"wrote {save_weights(weights, out)}")
 
 
+@cli.command("import-leela")
+@click.argument("leela_file", type=EXISTING_FILES)
+@options_from(ImportOnnxConfig)
+@options_from(NetworkFileConfig, overrides=_out_help("The weights file (.pt)."))
+def import_leela_command(leela_file: Path, calibration: Path, positions: int, out: Path) -> None:
+    """Turn a Leela Chess Zero network (.pb.gz, .pb: Maia's, Lc0's classical ones) into a weights file (.pt) of
+    this project's network, which `train --init` continues and `export` turns into an ONNX file the engine plays as
+    it plays the original. Nothing is written for a file it cannot import."""
+    from training.resnet.leela_import import import_leela, read_leela
+    from training.resnet.onnx_import import calibration_boards
+    from training.resnet.weights import describe, save_weights
+    with clear_errors():
+        network, digest = read_leela(leela_file)
+        weights = import_leela(network, {"file": leela_file.name, "sha256": digest},
+                               calibration_boards(calibration, positions))
+        click.echo(f"wrote {save_weights(weights, out)}: a {describe(weights['shape'])}")
+    squeeze = f" --squeeze {weights['shape']['squeeze']}" if weights["shape"].get("squeeze") else ""
+    click.echo(f"fine-tune it on lc0-112 data with: python -m training train DATA --init {out} --blocks "
+               f"{weights['shape']['blocks']} --filters {weights['shape']['filters']}{squeeze} --out runs/NAME ...")
+
+
 @cli.command("quantize")
 @click.argument("network", type=EXISTING_FILES)
 @options_from(QuantizeConfig, skip=("network",), rename={"keep_heads": "--keep-heads/--quantize-heads"})
@@ -312,7 +334,7 @@ def label_command(sources: tuple[Path, ...], out: Optional[Path], select_only: O
         if selfplay_games:
             sources += (selfplay_source(out, _engine_command(selfplay_engine or settings["engine"], must_exist=True),
                                         selfplay_games, selfplay_nodes, settings["workers"], settings["seed"],
-                                        selfplay_random_plies, selfplay_book),)
+                                        selfplay_random_plies, selfplay_book, settings["ray"]),)
         if not sources:
             raise click.UsageError("give PGN/EPD files or --selfplay GAMES")
         label(LabelConfig(sources=list(sources), out=out, **settings), command_line=_command_line())
@@ -330,9 +352,10 @@ def annotate_command(pgn: Path, out: Path, command: str, nodes: int, workers: in
 @cli.command("selfplay")
 @options_from(SelfPlayConfig, only=("out", "command", "games", "nodes"), rename={"command": "--engine"})
 @options_from(SelfPlayOptions, only=("random_plies", "random_share"))
-@options_from(SelfPlayConfig, only=("workers",))
+@options_from(SelfPlayConfig, only=("workers", "ray"))
 @options_from(SelfPlayOptions, only=("seed", "node_ratio", "book", "book_plies", "book_min_plies", "decisive_only"))
-def selfplay_command(out: Path, command: str, games: int, nodes: str, workers: int, **settings) -> None:
+def selfplay_command(out: Path, command: str, games: int, nodes: str, workers: int, ray: Optional[str],
+                     **settings) -> None:
     """Self-play games with [%eval] annotations, ready for `prepare` and `deepchess` (resumable: rerun to
     continue). Prints the games in the file, their decisive share and the engine-annotated positions."""
     from training.uci.selfplay import selfplay, summarize_games
@@ -345,7 +368,8 @@ def selfplay_command(out: Path, command: str, games: int, nodes: str, workers: i
                                  param_hint="--nodes") from None
     options = SelfPlayOptions(**settings, node_budgets=budgets if len(budgets) > 1 else ())
     command = command or OWN_ENGINE
-    played = selfplay(out, _engine_command(command), budgets[0], games, workers, options=options)
+    with clear_errors():
+        played = selfplay(out, _engine_command(command), budgets[0], games, workers, options=options, ray=ray)
     click.echo(f"played {played} games into {out}\n{figures_text(summarize_games(out))}")
 
 
@@ -353,12 +377,15 @@ def selfplay_command(out: Path, command: str, games: int, nodes: str, workers: i
 @click.argument("files", nargs=-1, required=True, type=EXISTING_FILES)
 @options_from(AgreementConfig, rename={"command": "--engine", "options": "--option", "as_json": "--json"})
 def agreement_command(files: tuple[Path, ...], command: str, options: list[str], weights: Optional[str],
-                      from_ply: int, count: int, seed: int, validation_period: int, all_games: bool, workers: int,
-                      as_json: bool) -> None:
+                      from_ply: int, played: bool, count: int, seed: int, validation_period: int, all_games: bool,
+                      workers: int, as_json: bool) -> None:
     """How often the engine's move at `go nodes 1` is Stockfish's, on Stockfish's moves ([%eval]) from --from-ply
-    on in games of PGN files (plain or .xz/.gz/.bz2), by default only those of the corpus's validation split,
-    which no training run on the corpus saw. Engine failures count as disagreements and are named."""
-    from training.uci.agreement import ask_engine, figures, headline, parse_options, select_positions
+    on in games of PGN files (plain or .xz/.gz/.bz2), or with --played the move played, on every move from
+    --from-ply on; by default only in the games of the corpus's validation split, which no training run on the
+    corpus saw. Each position is sent with its game's moves. Engine failures count as disagreements and are
+    named."""
+    from training.data.heldout import select_positions
+    from training.uci.agreement import ask_engine, figures, headline, parse_options
     try:
         engine_options = parse_options(options)
     except ValueError as error:
@@ -368,13 +395,37 @@ def agreement_command(files: tuple[Path, ...], command: str, options: list[str],
     command = _engine_command(command or OWN_ENGINE)
     period = None if all_games else validation_period
     with clear_errors():
-        selection = select_positions(files, from_ply, count, seed, period, progress=True)
+        selection = select_positions(files, from_ply, count, seed, period, played, progress=True)
         counts = ask_engine(selection, command, engine_options, progress=True, workers=workers)
     settings = {"engine": command, "options": engine_options, "limit": "go nodes 1", "files": [str(f) for f in files],
                 "games": "all" if all_games else f"validation split, 1 in {validation_period}",
-                "from_ply": from_ply, "count": count, "seed": seed}
+                "moves": "played" if played else "Stockfish's ([%eval])", "from_ply": from_ply, "count": count,
+                "seed": seed}
     result = figures(selection, counts, settings)
     click.echo(json.dumps(result, indent=1) if as_json else f"{headline(result)}\n{figures_text(result)}")
+
+
+@cli.command("policy-agreement")
+@click.argument("files", nargs=-1, required=True, type=EXISTING_FILES)
+@options_from(PolicyAgreementConfig, rename={"networks": "--network"})
+@options_from(AgreementConfig, only=("from_ply", "played", "count", "seed", "validation_period", "all_games",
+                                     "as_json"), rename={"as_json": "--json"})
+def policy_agreement_command(files: tuple[Path, ...], networks: list[Path], threads: int, from_ply: int,
+                             played: bool, count: int, seed: int, validation_period: int, all_games: bool,
+                             as_json: bool) -> None:
+    """How often each network's policy names the move of the game (top-1, top-3) and its cross-entropy there, on
+    the positions `agreement` asks the engine about (the same options), in this process: the networks side by side,
+    each as the engine reads it, with the top-1 gain of each over the first (e.g. a fine-tune over its original)."""
+    from training.data.heldout import select_positions
+    from training.resnet.played import measure
+    with clear_errors():
+        selection = select_positions(files, from_ply, count, seed, None if all_games else validation_period, played,
+                                     progress=True)
+        result = measure(selection, networks, threads, progress=True)
+    result["settings"] = {"files": [str(f) for f in files], "moves": "played" if played else "Stockfish's ([%eval])",
+                          "games": "all" if all_games else f"validation split, 1 in {validation_period}",
+                          "from_ply": from_ply, "count": count, "seed": seed}
+    click.echo(json.dumps(result, indent=1) if as_json else figures_text(result))
 
 
 @cli.command("evaluate-engine")
@@ -405,8 +456,8 @@ def label_speed_command(source: Path, engine: str, positions: int, budgets: tupl
 # --- DeepChess ---------------------------------------------------------------------------------------------
 
 #: DeepChessConfig fields `deepchess` and `deepchess-valset` share: they must hold out the same games and parents.
-DEEPCHESS_DATA_FIELDS = ("labels", "eval_sets", "per_game", "sibling_margin", "sibling_quiet", "validation",
-                         "val_pairs", "val_parents", "seed", "workers")
+DEEPCHESS_DATA_FIELDS = ("labels", "eval_sets", "per_game", "won_lost", "eval_threshold", "sibling_margin",
+                         "sibling_quiet", "validation", "val_pairs", "val_parents", "seed", "workers")
 
 
 @cli.command()

@@ -20,6 +20,10 @@ from training.data.shards import DEFAULT_ENCODING
 from training.data.targets import DEFAULT_TEMPERATURE
 
 EVERY_RANDOM_CHOICE = "Seed of every random choice (games, sampling, noise)."
+#: ``--ray`` of the commands that run engines on a Ray cluster (training.uci.workers).
+RAY_HELP = ("Run on a Ray cluster instead of --workers local processes: 'auto' (the cluster `ray start` runs here, or "
+            "RAY_ADDRESS), HOST:PORT or ray://HOST:PORT (Ray's client), or 'local' (a Ray instance started here). "
+            "Every node needs this package, the engine and any file named at the same path.")
 
 
 @dataclass
@@ -107,8 +111,7 @@ class LabelConfig:
                                       "(repeatable).", path="folder", exists=True)
     encoding: str = setting(DEFAULT_ENCODING, "Board encoding of the shards.", choices=tuple(ENCODINGS))
     shard_size: int = setting(4096, "Positions per shard.")
-    ray: Optional[str] = setting(None, "Run the work units as Ray tasks: 'local' (a Ray instance here), 'auto' (the "
-                                       "running cluster) or a cluster address.")
+    ray: Optional[str] = setting(None, RAY_HELP)
     max_minutes: float = setting(0.0, "Stop cleanly after this long (rerun to continue; 0: no limit).")
 
 
@@ -121,7 +124,7 @@ class SelfPlayOptions:
     a Polyglot ``book`` walked for 4 to 16 plies and one random ply in 30% of the games."""
 
     random_plies: int = setting(6, "Random moves after the book line (from the start without a book), for variety.")
-    seed: int = seed_setting("Seed of the openings, the random plies and the node budgets (with the worker's number).")
+    seed: int = seed_setting("Seed of the openings, the random plies and the node budgets (with the game's number).")
     node_ratio: float = setting(1.0, "Above 1: one side, alternating game by game, searches nodes / ratio (more "
                                      "decisive games).")
     book: Optional[str] = setting(None, "Openings: a Polyglot .bin book (weighted random walk) or a PGN (a random "
@@ -162,15 +165,32 @@ class DistilConfig:
 class DeepChessConfig:
     """The DeepChess pipeline: data, held-out games and the three training stages (training.deepchess)."""
 
-    pgn: list[str] = setting(help="PGN files whose decisive games give the positions.")
+    pgn: list[str] = setting(help="PGN files whose games give the won and lost positions (--won-lost); their order "
+                                  "numbers the games held out, so keep it when adding files.")
     out: str = setting(help="Run directory.", path="folder")
     labels: list[str] = setting([], "Engine-scored moves for sibling pairs: a MultiPV .jsonl(.gz) file or a "
                                     "label-shard directory (repeatable).", path="any", exists=True)
     eval_sets: list[str] = setting([], "Named validation set (deepchess-valset): its held-out positions stay out of "
                                        "training and every network is measured on it too (repeatable).",
                                    path="file", exists=True)
-    per_game: int = setting(10, "Random positions per decisive game.")
+    per_game: int = setting(10, "Random positions per decisive game labelled by its result.")
+    won_lost: str = setting("eval", "Where a position's won or lost label comes from. eval: in a game with [%eval] "
+                                    "annotations, every annotated position whose expected score for White (W - L "
+                                    "by the W/D/L model, -1..1) is beyond --eval-threshold, won above it, lost below "
+                                    "minus it, the others left out; in a game without, its result (as with "
+                                    "result). result: the game's result in every game (the paper's rule: "
+                                    "--per-game positions of each decisive game; the comparators of November "
+                                    "2026).", choices=("eval", "result"))
+    eval_threshold: float = setting(0.5, "With --won-lost eval: the expected score (W - L) beyond which an annotated "
+                                         "position is won or lost. 0.5 is a score of three quarters of a point "
+                                         "(W + D/2 = 0.75), nearer a win than a draw: about a pawn (100 to 110 cp "
+                                         "at any ply).", bounds=(0.0, 1.0))
     pretrain_epochs: int = setting(5, "Autoencoder epochs per layer.")
+    tower_positions: int = setting(0, "Positions of the stages where a tower learns alone (Pos2Vec pretraining; the "
+                                      "distilled tower regressing the teacher's features, without --student), drawn "
+                                      "at random from the training positions and sibling children (0: all): with "
+                                      "every annotated position they are millions, and each epoch of these stages "
+                                      "passes over all of them.", bounds=(0, None))
     epochs: int = setting(20, "Siamese epochs (fresh pairs each).")
     pairs_per_epoch: int = setting(200_000, "Training pairs drawn for each epoch.")
     distill_epochs: int = setting(20, "Epochs of the distilled network and of the small network from scratch.")
@@ -413,10 +433,11 @@ class FiguresConfig:
 
 @dataclass
 class ImportOnnxConfig:
-    """`import-onnx`: PyTorch weights rebuilt from an exported policy-value network (training.resnet.onnx_import)."""
+    """`import-onnx` and `import-leela`: PyTorch weights rebuilt from an exported policy-value network or a Leela
+    network, their batch norm statistics measured on real positions (training.resnet.onnx_import, leela_import)."""
 
     calibration: Path = setting(help="PGN whose positions give the BatchNorm statistics (e.g. the games it was "
-                                     "trained on).", path="file", exists=True)
+                                     "trained on, or will be fine-tuned on).", path="file", exists=True)
     positions: int = setting(4096, "Calibration positions.")
 
 
@@ -433,7 +454,8 @@ class EngineCeilingConfig:
 
 @dataclass
 class AgreementConfig:
-    """`agreement`: how often the engine's move at `go nodes 1` is Stockfish's (training.uci.agreement)."""
+    """`agreement`: how often the engine's move at `go nodes 1` is Stockfish's or the game's (training.uci.agreement);
+    `policy-agreement`: networks' policies on the same positions (training.resnet.played)."""
 
     command: str = setting("", "UCI engine command line (default: this engine, run by the Python that runs this "
                                "command).")
@@ -441,6 +463,8 @@ class AgreementConfig:
                                      "MaterialBlend=0.", metavar="NAME=VALUE")
     weights: Optional[str] = setting(None, "The engine's Weights option: a network file, or a shipped file's name.")
     from_ply: int = setting(16, "Positions from this ply of each game on.", bounds=(0, None))
+    played: bool = setting(False, "Every move played from --from-ply on (games without [%eval], e.g. a person's), not "
+                                  "only Stockfish's [%eval] moves.")
     count: int = setting(3000, "Positions sampled (0: every eligible one).", bounds=(0, None))
     seed: int = seed_setting("Seed of the sample.")
     validation_period: int = setting(CorpusConfig.validation_period, "The corpus's validation split: games whose "
@@ -449,6 +473,16 @@ class AgreementConfig:
     workers: int = setting(1, "Engines asked at once, each about its share of the positions (the figures do not "
                               "depend on it).", bounds=(1, None))
     as_json: bool = setting(False, "Print the figures as JSON.")
+
+
+@dataclass
+class PolicyAgreementConfig:
+    """`policy-agreement`: networks' policies on the positions `agreement` asks about (training.resnet.played)."""
+
+    networks: list[Path] = setting(help="A network file the engine plays: ONNX (e.g. an export) or a Leela network "
+                                        "(.pb.gz, .pb) (repeatable: each on the same positions, the first the "
+                                        "reference of the others' gain).", path="file", exists=True)
+    threads: int = setting(ALL_CORES, "Threads of each network.", bounds=(1, None))
 
 
 @dataclass
@@ -501,6 +535,7 @@ class SelfPlayConfig:
     nodes: str = setting("400", "Nodes per move; several, comma-separated (1000,2000,4000): one chosen at random per "
                                 "game.")
     workers: int = setting(2, "Games played at once (an engine process each).")
+    ray: Optional[str] = setting(None, RAY_HELP)
 
 
 @dataclass
@@ -555,3 +590,6 @@ class GpuRecipeConfig:
                                          "repeatable).", path="any", exists=True)
     test_dir: Optional[Path] = setting(None, "Test set (shard directory): excluded from labelling and training, "
                                              "evaluated at the end.", path="folder", exists=True)
+    gpus: int = setting(0, "GPUs that train, one process each: above 1 the training runs under torchrun "
+                           "(DistributedDataParallel, --batch-size the batch of all of them); 0: every GPU PyTorch "
+                           "sees.", bounds=(0, None))

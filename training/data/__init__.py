@@ -4,6 +4,7 @@
   policies, W/D/L targets) that every other format is read as;
 - :mod:`~training.data.targets`: engine scores as targets (the soft policy, the W/D/L model), made only there;
 - :mod:`~training.data.split`: which games, and which positions, are held out for validation;
+- :mod:`~training.data.heldout`: the positions of held-out games whose moves a player is measured against;
 - the formats: :mod:`~training.data.pgn` (PGN and EPD files), :mod:`~training.data.multipv` (MultiPV label
   files), :mod:`~training.data.prepared` (old one-hot datasets), :mod:`~training.data.corpus` (every file joined
   in the cache), :mod:`~training.data.pack` (a corpus in one file, its planes stored as moves by

@@ -15,6 +15,8 @@ from typing import Iterator, Optional, TextIO
 import chess
 import chess.pgn
 
+from evaluators.encoding import LC0_HISTORY
+from hackmate_core.boards import state_stack
 from hackmate_core.epd import BadLine, read_epd
 from hackmate_core.score import cp_to_q
 from hackmate_core.textfiles import open_text as open_any
@@ -107,6 +109,14 @@ def iter_games(path: Path, stats: ReadStats, worker: int = 0, workers: int = 1
             index += 1
 
 
+def with_history(board: chess.Board) -> chess.Board:
+    """A copy of ``board`` with as much of its game as any encoding reads (``lc0-112``'s): its last eight positions
+    and, for their repetition planes, every position back to the last capture or pawn move before them, and one
+    more, so that the copy's first position (which the encoding takes as a game's start) is never compared."""
+    clocks = [board.halfmove_clock] + [state.halfmove_clock for state in state_stack(board)[1 - LC0_HISTORY:]]
+    return board.copy(stack=LC0_HISTORY + max(clocks))
+
+
 def iter_positions(path: Path, stats: ReadStats, *, skip_plies: int = 0, min_rating: int = 0,
                    require_eval: bool = False, decisive_only: bool = False, worker: int = 0,
                    workers: int = 1) -> Iterator[Position]:
@@ -135,7 +145,8 @@ def iter_positions(path: Path, stats: ReadStats, *, skip_plies: int = 0, min_rat
                 if score is not None:
                     eval_q = cp_to_q(score.pov(turn).score(mate_score=20000))
                 stats.positions += 1
-                yield Position(board.copy(stack=8), move, result if turn == chess.WHITE else -result, eval_q, index)
+                yield Position(with_history(board), move, result if turn == chess.WHITE else -result, eval_q,
+                               index)
             board.push(move)
 
 

@@ -1,8 +1,8 @@
 """The DeepChess pipeline (David, Netanyahu and Wolf, ICANN 2016), with sibling pairs.
 
 By concern, as the ResNet side (training.resnet): :mod:`~training.deepchess.pairs` (the won-vs-lost
-and sibling pairs it learns from), :mod:`~training.deepchess.data` (positions
-from decisive games, sibling parents, what is held out),
+and sibling pairs it learns from), :mod:`~training.deepchess.data` (won and lost
+positions by their evals or their game's result, sibling parents, what is held out),
 :mod:`~training.deepchess.valset` (a fixed, named validation set),
 :mod:`~training.deepchess.model` (the Siamese comparator, ensembles,
 checkpoints), :mod:`~training.deepchess.train` (Pos2Vec pretraining, the

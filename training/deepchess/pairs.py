@@ -1,8 +1,8 @@
 """The pairs DeepChess learns from: won-vs-lost positions (the paper) and sibling positions.
 
-Won-vs-lost: a position from a game White won and one from a game White lost.
-Such a pair usually differs in material or in how decided the game already is,
-while a search has to rank positions one move apart. Siblings are two positions
+Won-vs-lost: a position won for White and one lost for White (by its eval, or by the paper's rule: from a
+game White won and from one White lost). Such a pair usually differs in material or in how decided the game
+already is, while a search has to rank positions one move apart. Siblings are two positions
 reached by different moves from the same parent, and an engine's scores of the
 parent's moves label every pair of its children (comparison training, Tesauro
 1989): the child whose move scored higher is the better one for the parent's
@@ -59,7 +59,7 @@ def position_key(board: chess.Board) -> int:
 
 @dataclass
 class PositionSet:
-    """Positions sampled from decisive games, labelled by the winner."""
+    """Positions labelled won or lost for White (training.deepchess.data: by their eval or their game's result)."""
 
     bits: np.ndarray  # (N, 97) uint8: packed 773 bits
     white_won: np.ndarray  # (N,) bool

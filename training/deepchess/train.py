@@ -145,6 +145,10 @@ def run_pipeline(config: DeepChessConfig, log: Callable[[str], None] = print) ->
     extra = min(len(data.siblings.children), len(train_set.bits)) if sampler.share else 0
     tower_inputs = np.concatenate([train_set.bits, data.siblings.children[
         np.random.default_rng(config.seed).choice(len(data.siblings.children), extra, replace=False)]])
+    if 0 < config.tower_positions < len(tower_inputs):
+        tower_inputs = tower_inputs[np.sort(np.random.default_rng(config.seed + 5).choice(
+            len(tower_inputs), config.tower_positions, replace=False))]
+    data.report["tower_positions"] = int(len(tower_inputs))
 
     teacher: Judge
     if config.teachers:

@@ -14,8 +14,10 @@
 # the GPU machine lacks: (cd .venv/lib/python3.*/site-packages && python -m zipfile -c "$OLDPWD/.carry/chess.zip" chess/)).
 # MIN: minutes this call may take in all (default 9.3, inside the device's 10 a call). INIT: the network the runs
 # start from (default weights/resnet.pt; e.g. a run's swa.pt). LR: A's and B's learning rate (default 1e-3); LR_C: C's
-# (default 5e-4).
-# Toy scale on a CPU (3,000 positions of the pack; reading the pack takes three processes on two cores half a minute):
+# (default 5e-4). PROCS: processes each run trains in, under torchrun (DistributedDataParallel, one GPU each; default:
+# every GPU nvidia-smi lists): the same steps as one process with the same total batch, PROCS times the data work.
+# Toy scale on a CPU (3,000 positions of the pack; reading the pack takes three processes on two cores half a minute;
+# PROCS=2 trains each run in two CPU processes under torchrun, as on two GPUs):
 #   SCALE=toy MIN=1.6 OUT=/tmp/out WORK=/tmp/gpu-corpus bash training/recipes/gpu-corpus.sh
 set -u
 START=$SECONDS
@@ -24,18 +26,25 @@ OUT=${OUT:-/tmp/out}; WORK=${WORK:-runs/gpu-corpus}; MIN=${MIN:-9.3}; PACK=${PAC
 INIT=${INIT:-weights/resnet.pt}; LR=${LR:-1e-3}; LR_C=${LR_C:-5e-4}
 mkdir -p "$OUT" "$WORK"
 if [ "${SCALE:-full}" = toy ]; then
-  DEV=cpu; BS=64; SWA=2; EXTRA=(--max-samples 3000); RESERVE=45
+  DEV=cpu; BS=64; SWA=2; EXTRA=(--max-samples 3000); RESERVE=45; PROCS=${PROCS:-1}
 else
   DEV=cuda; BS=1024; SWA=50; EXTRA=(); RESERVE=75  # seconds for start-up, loading the pack, the last save, delivery
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  PROCS=${PROCS:-$(nvidia-smi -L | wc -l)}
+fi
+TRAIN=(python3 -m training train); THREADS=4
+if [ "$PROCS" -gt 1 ]; then  # each run in PROCS processes, the cores shared among the three runs' processes
+  TRAIN=(python3 -m torch.distributed.run --standalone --nproc_per_node "$PROCS" -m training train)
+  THREADS=$(( $(nproc) / (3 * PROCS) > 0 ? $(nproc) / (3 * PROCS) : 1 ))
 fi
 BUDGET=$(python3 -c "print(round(($MIN * 60 - $RESERVE) / 60, 2))")
 STOP=$(python3 -c "print(round($BUDGET + 0.4, 2))")           # train's own stop (with a checkpoint), a safety
 KILL=$(python3 -c "print(int($MIN * 60 - 20))")                # the last resort, before the device's limit
-echo "three runs at once, $BUDGET minutes each, lr $LR (A, B) and $LR_C (C), on $DEV; pack $(du -h "$PACK" | cut -f1)"
+echo "three runs at once, $BUDGET minutes each, lr $LR (A, B) and $LR_C (C), on $DEV in $PROCS processes each;" \
+  "pack $(du -h "$PACK" | cut -f1)"
 run() {  # name, then train's options beside the common ones
   local name=$1; shift
-  OMP_NUM_THREADS=4 timeout "$KILL" python3 -m training train "$PACK" --out "$WORK/$name" --init "$INIT" \
+  OMP_NUM_THREADS=$THREADS timeout "$KILL" "${TRAIN[@]}" "$PACK" --out "$WORK/$name" --init "$INIT" \
     --batch-size "$BS" --lr "$LR" --temperature 10 --swa-every "$SWA" --mirror --device "$DEV" \
     --budget-minutes "$BUDGET" --max-minutes "$STOP" "${EXTRA[@]}" "$@" > "$WORK/$name.log" 2>&1
   echo "== $name exit $? after $((SECONDS - START)) s"

@@ -10,10 +10,13 @@ PGN/EPD files, training (``--resume``, stopping at a batch boundary), then
 export. Run the same command again until it prints ``recipe: done``. The
 folder ``--out`` then holds resnet.onnx, resnet.pt, report.json and curves.png;
 ``--deliver DIR`` copies those (as far as they exist) there after every step.
+On a machine with more than one GPU the training runs under ``torchrun``, one
+process per GPU (``--gpus``; training.resnet.distributed).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import lzma
 import os
@@ -28,7 +31,7 @@ from typing import Optional
 
 import click
 
-from training.config_cli import options_from
+from training.config_cli import field_default, options_from
 from training.configs import GpuRecipeConfig, LabelConfig, TrainConfig
 from training.errors import clear_errors
 
@@ -75,7 +78,8 @@ def run_bounded(command: list[str], seconds: float) -> bool:
 @options_from(GpuRecipeConfig, only=("out", "engine", "minutes", "deliver", "selfplay_games", "selfplay_nodes",
                                      "selfplay_random_plies"))
 @options_from(LabelConfig, only=LABEL_SETTINGS)
-@options_from(GpuRecipeConfig, only=("extra_data", "test_dir"), rename={"extra_data": "--data", "test_dir": "--test"})
+@options_from(GpuRecipeConfig, only=("extra_data", "test_dir", "gpus"),
+              rename={"extra_data": "--data", "test_dir": "--test"})
 @options_from(TrainConfig, only=TRAIN_SETTINGS,
               overrides={name: {"default": value} for name, value in RECIPE_DEFAULTS.items()})
 def main(**options) -> None:
@@ -87,9 +91,9 @@ def main(**options) -> None:
 def step(sources: tuple[Path, ...], out: Path, engine: str, minutes: float, deliver: Optional[Path],
          selfplay_games: int, selfplay_nodes: int, selfplay_random_plies: int, nodes: int, multipv: int,
          per_game: int, min_ply: int, workers: int, seed: int, extra_data: list[Path],
-         test_dir: Optional[Path], init: str, grow: bool, blocks: int, filters: int, epochs: int, batch_size: int,
-         squeeze: int, lr: float, result_weight: float, temperature: float, swa_every: int, mirror: bool,
-         budget_minutes: float, device: str) -> None:
+         test_dir: Optional[Path], gpus: int, init: str, grow: bool, blocks: int, filters: int, epochs: int,
+         batch_size: int, squeeze: int, lr: float, result_weight: float, temperature: float, swa_every: int,
+         mirror: bool, budget_minutes: float, device: str) -> None:
     """The next piece of work, within ``minutes``."""
     from training.resnet.train import run_finished, train
     from training.resnet.weights import load_file
@@ -146,12 +150,50 @@ def step(sources: tuple[Path, ...], out: Path, engine: str, minutes: float, deli
                              temperature=temperature, device=device, swa_every=swa_every, swa_max_n=0, mirror=mirror,
                              resume=True, init=init, grow=grow, budget_minutes=budget_minutes,
                              exclude=[str(test_dir)] if test_dir else [], max_minutes=max(0.01, left() / 60))
-        if not run_finished(load_file(train(config)), config):
+        processes = training_processes(gpus, device)
+        if processes > 1:
+            command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
+                       str(processes), "-m", "training", "train", *train_arguments(config)]
+            checkpoint = run_dir / "checkpoint.pt"
+            if not run_bounded(command, left() + 60) or not checkpoint.exists():  # train stops itself at left()
+                return finish_step("training stopped at this step's --minutes: run the same command again")
+        else:
+            checkpoint = train(config)
+        if not run_finished(load_file(checkpoint), config):
             return finish_step("training stopped at this step's --minutes: run the same command again")
         status["trained"] = True
     finish(out, run_dir, test_dir, init)
     status["done"] = True
     finish_step(f"done: {', '.join(str(out / name) for name in DELIVERABLES)}")
+
+
+def training_processes(gpus: int, device: str) -> int:
+    """How many processes train: one per GPU asked for (``gpus``; 0: every one PyTorch sees), one on a CPU."""
+    import torch
+    if device == "cpu" or not torch.cuda.is_available():
+        return 1
+    seen = torch.cuda.device_count()
+    if gpus > seen:
+        raise click.ClickException(f"--gpus {gpus}: PyTorch sees {seen} GPUs here")
+    return gpus or seen
+
+
+def train_arguments(config: TrainConfig) -> list[str]:
+    """``config`` as the arguments of `python -m training train` (the settings left at their defaults left out)."""
+    arguments = list(config.data)
+    for item in dataclasses.fields(config):
+        value, default = getattr(config, item.name), field_default(item)
+        option = "--" + item.name.replace("_", "-")
+        if item.name == "data" or value == default:
+            continue
+        if isinstance(value, bool):
+            arguments.append(option if value else f"--no-{option[2:]}")
+        elif isinstance(value, (list, tuple)):
+            for entry in value:
+                arguments += [option, str(entry)]
+        else:
+            arguments += [option, str(value)]
+    return arguments
 
 
 def find_engine(engine: str, out: Path) -> str:

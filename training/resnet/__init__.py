@@ -7,5 +7,7 @@ weights files), :mod:`~training.resnet.losses`, :mod:`~training.resnet.train` (s
 :mod:`~training.resnet.swa` (weight averages), :mod:`~training.resnet.grow` (a larger network from a smaller),
 :mod:`~training.resnet.distil` (teachers' policies into the targets), :mod:`~training.resnet.export` and
 :mod:`~training.resnet.quantize` (the engine's fp32 and int8 files), :mod:`~training.resnet.onnx_import` (weights
-back from an exported file). Reinforcement learning trains the same network (training.rl).
+back from an exported file) and :mod:`~training.resnet.leela_import` (from a Leela network), both through
+:mod:`~training.resnet.folded` (batch norm split out again), :mod:`~training.resnet.played` (networks' policies on
+the moves of held-out games, ``policy-agreement``). Reinforcement learning trains the same network (training.rl).
 """

@@ -19,6 +19,9 @@ instead of spending its first hours relearning it.
 - **More input planes**: into an encoding that extends the network's own (its binary planes
   first, in the same order: ``Encoding.extends``), the stem's weights for the new planes
   start at zero and the fifty-move plane's move to the last input.
+
+An imported Leela network (training.resnet.leela_import) does not grow: with Mish or Lc0's SE scale, new blocks
+and SE units would not start as identities.
 """
 
 from __future__ import annotations
@@ -40,6 +43,10 @@ def grow(small: PolicyValueNet, blocks: int, filters: int, squeeze: int = 0, enc
     """
     shape = small.shape
     old_squeeze = full_shape(shape)["squeeze"]
+    if full_shape(shape) != full_shape({key: shape[key] for key in ("planes", "blocks", "filters", "value_hidden",
+                                                                    "squeeze") if key in shape}):
+        raise ValueError("an imported Leela network (Lc0's policy head, SE gate or activation) does not grow: its "
+                         "new blocks and channels would not start as identities")
     if blocks < shape["blocks"] or filters < shape["filters"]:
         raise ValueError(f"cannot grow a {shape['blocks']}x{shape['filters']} network into a smaller "
                          f"{blocks}x{filters} one")

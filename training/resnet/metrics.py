@@ -22,6 +22,7 @@ from torch.nn import functional as F
 from evaluators.encoding import Encoding, get_encoding
 from evaluators.moves import POLICY_SIZE, legal_move_indices
 from training.data import shards
+from training.network_files import WeightsError
 from training.resnet.losses import SparsePolicy, gather_policy
 
 METRICS = ("policy_loss", "policy_kl", "top1", "top3", "value_loss", "value_mae")
@@ -57,8 +58,11 @@ class Network:
     def __init__(self, path: Path) -> None:
         if path.suffix == ".onnx":
             from evaluators.onnx_model import open_session
-            from evaluators.resnet import KIND
+            from evaluators.resnet import CASTLING_KEY, KIND, QUEEN_PROMOTION_KEY
             session, metadata = open_session(path, KIND)
+            if CASTLING_KEY in metadata or QUEEN_PROMOTION_KEY in metadata:  # legal_mask's slots are the project's
+                raise WeightsError(f"{path}: its policy slots follow Lc0's conventions (an imported Leela network's "
+                                   f"export): evaluate the .pt it was exported from")
             self.encoding = get_encoding(metadata["encoding"])
             self.run = lambda x: tuple(torch.from_numpy(a) for a in session.run(["policy", "wdl"], {"planes": x}))
         else:

@@ -1,15 +1,10 @@
 """Rebuild PyTorch weights from an exported policy-value ONNX file.
 
 Export folds every BatchNorm into the convolution before it, so the ONNX file
-holds the network's function but not its BatchNorm statistics. Training needs
-them: in training mode BatchNorm normalises by batch statistics, and a network
-whose BatchNorm layers were set to the identity would change its outputs at the
-first training step. So each folded layer is split again: the convolution
-keeps the folded weights, and the BatchNorm gets the mean and variance of that
-convolution's output measured on real positions, with a scale and shift that
-make it an exact identity-plus-bias in evaluation mode and very nearly one in
-training mode. The result is a weights file that ``train --init`` continues
-from and ``export`` turns back into the same ONNX.
+holds the network's function but not its BatchNorm statistics, which training
+needs: each folded layer is split again, its statistics measured on real
+positions (training.resnet.folded). The result is a weights file that
+``train --init`` continues from and ``export`` turns back into the same ONNX.
 """
 
 from __future__ import annotations
@@ -27,6 +22,8 @@ from torch import nn
 from evaluators.encoding import get_encoding
 from evaluators.onnx_model import KIND_KEY
 from evaluators.resnet import KIND as RESNET_KIND
+from training.data.pgn import DataError
+from training.resnet.folded import recalibrate, unfold
 from training.resnet.model import PolicyValueNet
 from training.resnet.weights import FORMAT, VERSION
 
@@ -65,7 +62,7 @@ def calibration_boards(pgn: Path, count: int, every: int = 25) -> list[chess.Boa
             if len(boards) >= count:
                 break
     if not boards:
-        raise ValueError(f"{pgn}: no positions to calibrate BatchNorm statistics with")
+        raise DataError(f"{pgn}: no positions to calibrate BatchNorm statistics with")
     return boards
 
 
@@ -77,6 +74,9 @@ def import_onnx(path: Path, calibration: Iterable[chess.Board]) -> dict:
     if shape.get("squeeze"):
         raise ValueError(f"{path}: a network with SE units is not rebuilt from its ONNX graph; use the .pt it was "
                          f"exported from")
+    if shape.get("policy_head", "az") != "az":
+        raise ValueError(f"{path}: a network with Lc0's policy head is not rebuilt from its ONNX graph; use the .pt "
+                         f"it was exported from, or import-leela on the Leela file")
     encoding = get_encoding(meta["encoding"])
     net = PolicyValueNet(**shape)
     initializers = {t.name: numpy_helper.to_array(t) for t in model_proto.graph.initializer}
@@ -92,50 +92,23 @@ def import_onnx(path: Path, calibration: Iterable[chess.Board]) -> dict:
             if tuple(weight.shape) != tuple(conv.weight.shape):
                 raise ValueError(f"{path}: convolution {node.name} has shape {weight.shape}, "
                                  f"expected {tuple(conv.weight.shape)}")
-            conv.weight.copy_(torch.from_numpy(weight))
             if norm is None:
+                conv.weight.copy_(torch.from_numpy(weight))
                 conv.bias.copy_(torch.from_numpy(bias))
             else:  # an exact identity plus the folded bias, until real statistics replace it below
-                norm.running_mean.zero_()
-                norm.running_var.fill_(1.0 - norm.eps)
-                norm.weight.fill_(1.0)
-                norm.bias.copy_(torch.from_numpy(bias))
+                unfold(conv, norm, weight, bias)
         for node, linear in zip(gemms, (net.value[4], net.value[6])):
             linear.weight.copy_(torch.from_numpy(initializers[node.input[1]].copy()))
             linear.bias.copy_(torch.from_numpy(initializers[node.input[2]].copy()))
 
     inputs = torch.from_numpy(np.stack([encoding.encode(board) for board in calibration]))
-    _recalibrate(net, layers, inputs)
+    recalibrate(net, [(conv, norm) for conv, norm in layers if norm is not None], lambda: net(inputs))
     _check_agreement(path, net, inputs)
     sources = meta.get("training_data") or []
     return {"format": FORMAT, "version": VERSION, "shape": net.shape, "model": net.state_dict(),
             "meta": {"encoding": encoding.name, "sources": sources},
             "config": meta.get("training_config") or {}, "history": [meta["validation"]] if meta.get("validation")
             else []}
-
-
-def _recalibrate(net: PolicyValueNet, layers: list[tuple[nn.Conv2d, nn.BatchNorm2d | None]],
-                 inputs: torch.Tensor) -> None:
-    """Give every BatchNorm the statistics of its convolution's output, keeping the network's function."""
-    outputs: dict[nn.Module, torch.Tensor] = {}
-    hooks = [conv.register_forward_hook(lambda module, _, out: outputs.__setitem__(module, out.detach()))
-             for conv, norm in layers if norm is not None]
-    net.eval()
-    with torch.no_grad():
-        net(inputs)
-        for hook in hooks:
-            hook.remove()
-        for conv, norm in layers:
-            if norm is None:
-                continue
-            out = outputs[conv]
-            mean = out.mean(dim=(0, 2, 3))
-            variance = out.var(dim=(0, 2, 3), unbiased=False).clamp(min=1e-4)
-            folded_bias = norm.bias.clone()
-            norm.running_mean.copy_(mean)
-            norm.running_var.copy_(variance)
-            norm.weight.copy_(torch.sqrt(variance + norm.eps))
-            norm.bias.copy_(mean + folded_bias)
 
 
 def _check_agreement(path: Path, net: PolicyValueNet, inputs: torch.Tensor) -> None:

@@ -17,13 +17,16 @@ fixed length ends with an annealed network whatever the machine's speed.
 ``swa_every`` keeps a running mean of the weights (training.resnet.swa), validated
 beside the network each epoch and written as the weights file ``swa.pt``.
 ``mirror`` shows half the positions without castling rights mirrored a-file <->
-h-file (the rules are symmetric there), targets mirrored with them.
+h-file (the rules are symmetric there), targets mirrored with them. Under
+``torchrun`` several processes train as one with the same total batch
+(training.resnet.distributed), rank 0 writing what the run writes.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -38,8 +41,9 @@ from training.configs import TrainConfig
 from training.data import shards
 from training.data.sources import format_of, read_source
 from training.data.split import validation_mask
-from training.device import pick_device, start_device, unpack_planes, uses_bf16
+from training.device import pick_device, unpack_planes, uses_bf16
 from training.readable import record_line
+from training.resnet import distributed
 from training.resnet.grow import grow
 from training.resnet.losses import SparsePolicy, gather_policy, soft_policy_loss, value_target, wdl_loss
 from training.resnet.metrics import batch_sums, finish
@@ -48,11 +52,14 @@ from training.resnet.swa import WeightAverage
 from training.resnet.weights import WeightsError, load_file, load_network, network_of, save_weights, weights_of
 
 
-def mirror_half(x: torch.Tensor, policy: SparsePolicy, castling: slice, table: torch.Tensor
-                ) -> tuple[torch.Tensor, SparsePolicy]:
+def mirror_half(x: torch.Tensor, policy: SparsePolicy, castling: slice, table: torch.Tensor,
+                coins: Optional[torch.Tensor] = None) -> tuple[torch.Tensor, SparsePolicy]:
     """Mirror a-file <-> h-file a random half of the positions without castling rights, with their policy
-    targets (``table``: evaluators.moves.MIRROR_FILES); the value targets stay, as the rules are symmetric."""
-    flip = (torch.rand(x.shape[0], device=x.device) < 0.5) & (x[:, castling].flatten(1).amax(1) == 0)
+    targets (``table``: evaluators.moves.MIRROR_FILES); the value targets stay, as the rules are symmetric.
+    ``coins``: a uniform draw per position (default: drawn here)."""
+    if coins is None:
+        coins = torch.rand(x.shape[0], device=x.device)
+    flip = (coins < 0.5) & (x[:, castling].flatten(1).amax(1) == 0)
     x = torch.where(flip.view(-1, 1, 1, 1), x.flip(-1), x)
     index = torch.where(flip[policy.row], table[policy.index], policy.index)
     return x, SparsePolicy(policy.row, index, policy.prob)
@@ -103,14 +110,15 @@ class Data:
         self.size = len(part["key"])
         self.mirror_table = put(MIRROR_FILES)
 
-    def batch(self, rows: torch.Tensor, binary_planes: int, result_weight: float, mirror: Optional[slice] = None):
+    def batch(self, rows: torch.Tensor, binary_planes: int, result_weight: float, mirror: Optional[slice] = None,
+              coins: Optional[torch.Tensor] = None):
         """Inputs, policy, value target and weight of ``rows``; ``mirror``: the castling planes, to mirror
-        half the positions without castling rights (:func:`mirror_half`)."""
+        half the positions without castling rights (:func:`mirror_half`, with ``coins``)."""
         x = unpack_planes(self.planes[rows], self.rule50[rows], binary_planes)
         value, weight = value_target(self.wdl[rows], self.result[rows], result_weight)
         policy = gather_policy(self.offsets, self.index, self.prob, rows)
         if mirror is not None:
-            x, policy = mirror_half(x, policy, mirror, self.mirror_table)
+            x, policy = mirror_half(x, policy, mirror, self.mirror_table, coins)
         return x, policy, value, weight
 
 
@@ -125,11 +133,15 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
     """Train (or resume) and write checkpoint.pt, history.json and curves.png into ``config.out``.
 
     Returns the checkpoint's path; with ``max_minutes`` the checkpoint may be
-    mid-run (:func:`run_finished` false): run again with ``resume``.
+    mid-run (:func:`run_finished` false): run again with ``resume``. Under torchrun
+    each process trains on its share of every batch (training.resnet.distributed).
     """
     started = time.time()
     torch.manual_seed(config.seed)
-    device = start_device(config.device)
+    processes = distributed.start(config.device)
+    distributed.check_batch(config.batch_size, processes)
+    device = processes.device
+    progress = progress and processes.writer
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     checkpoint_path = out / "checkpoint.pt"
@@ -137,7 +149,8 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
     if resumed is not None and "optimizer" not in resumed:
         raise WeightsError(f"{checkpoint_path}: a weights file, not a training checkpoint: use --init")
     if resumed is not None and run_finished(resumed, config):  # before reading any data
-        print(f"{checkpoint_path}: this run is already over")
+        if processes.writer:
+            print(f"{checkpoint_path}: this run is already over")
         return checkpoint_path
     arrays, meta = load_data(config)
     encoding = get_encoding(meta["encoding"])
@@ -150,7 +163,8 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
     del arrays
     if train_set.size == 0:
         raise ValueError(f"no training positions in {', '.join(config.data)}")
-    model = PolicyValueNet(encoding.planes, config.blocks, config.filters, squeeze=config.squeeze).to(device)
+    model = processes.synchronise(PolicyValueNet(encoding.planes, config.blocks, config.filters,
+                                                 squeeze=config.squeeze).to(device))
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     steps_per_epoch = max(1, train_set.size // config.batch_size)
     total_steps = steps_per_epoch * config.epochs
@@ -198,7 +212,10 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
     channels_last = use_amp and device.type == "cpu"  # oneDNN's bf16 convolutions run faster on NHWC tensors
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
-    print(f"training in {'bf16' if use_amp else 'fp32'} on {device}")
+    trained = processes.wrap(model)  # DistributedDataParallel under torchrun, else the model itself
+    if processes.writer:
+        print(f"training in {'bf16' if use_amp else 'fp32'} on {device}" +
+              (f" and in {processes.world - 1} more processes" if processes.world > 1 else ""))
     deadline = started + config.max_minutes * 60 if config.max_minutes else None
     loop_started = time.time()
 
@@ -206,8 +223,15 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
         """Seconds the run has spent training and validating, over every resumed step (what a budget counts)."""
         return resumed_seconds + time.time() - loop_started
 
+    def clock() -> tuple[float, float]:
+        """(the run's seconds, seconds since this step started): rank 0's, the same in every process."""
+        return processes.agree(run_seconds(), time.time() - started)  # type: ignore[return-value]
+
     def save(epoch: int, batch: int, seconds: Optional[float] = None) -> None:
-        """The checkpoint, with the run's seconds so far (``seconds``: as of an earlier moment, e.g. a decision)."""
+        """The checkpoint, with the run's seconds so far (``seconds``: as of an earlier moment, e.g. a decision),
+        written whole by rank 0 (under a temporary name, then renamed)."""
+        if not processes.writer:
+            return
         temporary = checkpoint_path.with_name("checkpoint.pt.tmp")
         torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
                     "batch": batch, "run_seconds": run_seconds() if seconds is None else seconds,
@@ -229,25 +253,34 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
         budget_spent = False
         end = steps_per_epoch
         for b in batches:
-            if budget_seconds and run_seconds() >= budget_seconds and b > start_batch:
+            seconds, elapsed = clock() if budget_seconds or deadline is not None else (0.0, 0.0)
+            if budget_seconds and seconds >= budget_seconds and b > start_batch:
                 budget_spent, end = True, b
                 break
-            if deadline is not None and time.time() > deadline and b > start_batch:
+            if deadline is not None and started + elapsed > deadline and b > start_batch:
                 save(epoch, b)
-                print(f"stopped after {config.max_minutes:g} minutes at epoch {epoch + 1}, batch {b}/"
-                      f"{steps_per_epoch}: run again with --resume to continue")
+                if processes.writer:
+                    print(f"stopped after {config.max_minutes:g} minutes at epoch {epoch + 1}, batch {b}/"
+                          f"{steps_per_epoch}: run again with --resume to continue")
                 return checkpoint_path
             rows = order[b * config.batch_size:(b + 1) * config.batch_size]
-            x, policy_target, value, weight = train_set.batch(rows, encoding.binary_planes, config.result_weight,
-                                                              encoding.castling_planes if config.mirror else None)
+            coins = None
+            if config.mirror and processes.world > 1:  # the whole batch's draw, as one process draws it
+                coins = processes.share(torch.rand(len(rows), device=device))
+            x, policy_target, value, weight = train_set.batch(processes.share(rows), encoding.binary_planes,
+                                                              config.result_weight,
+                                                              encoding.castling_planes if config.mirror else None,
+                                                              coins)
             for group in optimizer.param_groups:
-                group["lr"] = lr_at(epoch * steps_per_epoch + b, run_seconds())
+                group["lr"] = lr_at(epoch * steps_per_epoch + b, seconds)
             if channels_last:
                 x = x.contiguous(memory_format=torch.channels_last)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=use_amp):
-                policy, wdl = model(x)
+                policy, wdl = trained(x)
             policy_loss = soft_policy_loss(policy, policy_target, config.label_smoothing)
             value_loss = wdl_loss(wdl, value, weight)
+            if processes.world > 1:
+                value_loss = value_loss * processes.whole_batch_weight(weight)
             loss = policy_loss + config.value_loss_weight * value_loss
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -256,33 +289,35 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
             if average is not None and (epoch * steps_per_epoch + b + 1) % config.swa_every == 0:
                 average.add(model)
             if b % 50 == 0:  # .item() synchronises a GPU: sample the losses
-                running.append((policy_loss.item(), value_loss.item()))
+                running.append(processes.mean(policy_loss, value_loss))
         if progress:
             batches.close()  # type: ignore[attr-defined]
-        if budget_spent:
-            print(f"time budget of {config.budget_minutes:g} minutes spent at epoch {epoch + 1}, batch {end}/"
-                  f"{steps_per_epoch}: the run ends here")
         start_batch = 0
-        metrics = {f"val_{name}": value for name, value in evaluate(model, val_set, encoding.binary_planes,
-                                                                    config.batch_size, config.result_weight).items()}
-        metrics.update(epoch=epoch + 1, train_policy_loss=float(np.mean([r[0] for r in running])),
-                       train_value_loss=float(np.mean([r[1] for r in running])),
-                       seconds=time.time() - epoch_started, train_samples=end * config.batch_size
-                       if budget_spent else train_set.size, val_samples=val_set.size)
+        if processes.writer:  # the others go on to the next epoch and wait there for rank 0
+            if budget_spent:
+                print(f"time budget of {config.budget_minutes:g} minutes spent at epoch {epoch + 1}, batch {end}/"
+                      f"{steps_per_epoch}: the run ends here")
+            metrics = {f"val_{name}": value for name, value in evaluate(
+                model, val_set, encoding.binary_planes, config.batch_size, config.result_weight).items()}
+            metrics.update(epoch=epoch + 1, train_policy_loss=float(np.mean([r[0] for r in running])),
+                           train_value_loss=float(np.mean([r[1] for r in running])),
+                           seconds=time.time() - epoch_started, train_samples=end * config.batch_size
+                           if budget_spent else train_set.size, val_samples=val_set.size)
+            if average is not None and average.count:
+                averaged = PolicyValueNet(**model.shape).to(device)
+                averaged.load_state_dict(average.model_state(model))
+                metrics.update({f"swa_val_{name}": value for name, value in evaluate(
+                    averaged, val_set, encoding.binary_planes, config.batch_size, config.result_weight).items()})
+                save_weights(weights_of({"model": averaged.state_dict(), "shape": model.shape, "meta": meta,
+                                         "config": asdict(config), "history": history + [metrics]}), out / "swa.pt")
+            history.append(metrics)
+            print(record_line({"epoch": metrics["epoch"], **metrics}))
         running = []
-        if average is not None and average.count:
-            averaged = PolicyValueNet(**model.shape).to(device)
-            averaged.load_state_dict(average.model_state(model))
-            metrics.update({f"swa_val_{name}": value for name, value in evaluate(
-                averaged, val_set, encoding.binary_planes, config.batch_size, config.result_weight).items()})
-            save_weights(weights_of({"model": averaged.state_dict(), "shape": model.shape, "meta": meta,
-                                     "config": asdict(config), "history": history + [metrics]}), out / "swa.pt")
-        history.append(metrics)
-        print(record_line({"epoch": metrics["epoch"], **metrics}))
-        seconds = run_seconds()  # the run ends here if its budget is spent, and the checkpoint says so
+        seconds, _ = clock()  # the run ends here if its budget is spent, and the checkpoint says so
         save(epoch + 1, 0, seconds)
-        (out / "history.json").write_text(json.dumps(history, indent=2))
-        plot_history(history, out / "curves.png")
+        if processes.writer:
+            write_whole(out / "history.json", json.dumps(history, indent=2).encode())
+            plot_history(history, out / "curves.png")
         if budget_seconds and seconds >= budget_seconds:
             break
     return checkpoint_path
@@ -322,8 +357,15 @@ def evaluate(model: PolicyValueNet, data: Data, binary_planes: int, batch_size: 
     return finish(sums, data.size)
 
 
+def write_whole(path: Path, content: bytes) -> None:
+    """``content`` into ``path`` under a temporary name, then renamed: a run stopped meanwhile leaves the old file."""
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_bytes(content)
+    os.replace(temporary, path)
+
+
 def plot_history(history: list[dict], path: Path) -> None:
-    """Loss and accuracy curves per epoch as a PNG."""
+    """Loss and accuracy curves per epoch as a PNG (written whole, as :func:`write_whole`)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -339,5 +381,7 @@ def plot_history(history: list[dict], path: Path) -> None:
     right.set_ylabel("accuracy")
     right.legend()
     fig.tight_layout()
-    fig.savefig(path)
+    temporary = path.with_name(path.name + ".tmp")
+    fig.savefig(temporary, format="png")
     plt.close(fig)
+    os.replace(temporary, path)

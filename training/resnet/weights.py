@@ -15,12 +15,15 @@ from typing import Optional
 import torch
 
 from training.network_files import WeightsError, read_torch_file
-from training.resnet.model import PolicyValueNet, full_shape
+from training.resnet.model import SHAPE_DEFAULTS, PolicyValueNet, full_shape
 
 FORMAT = "hackmate-resnet"
 VERSION = 1
 #: Keys of a weights file (a training checkpoint has these and its optimiser state and position).
 KEYS = ("shape", "model", "meta", "config", "history")
+#: The keys of a shape that a training run's settings choose (the planes by the data's encoding, --blocks,
+#: --filters, --squeeze); the others come with the network a run continues (:func:`inherited_shape`).
+CHOSEN = ("planes", "blocks", "filters", "squeeze")
 
 
 def load_file(path: Path, device: str | torch.device = "cpu") -> dict:
@@ -37,7 +40,18 @@ def load_file(path: Path, device: str | torch.device = "cpu") -> dict:
 
 def describe(shape: dict) -> str:
     squeeze = f" and SE units (squeeze {shape['squeeze']})" if shape.get("squeeze") else ""
-    return f"{shape.get('blocks')}x{shape.get('filters')} network with {shape.get('planes')} input planes{squeeze}"
+    others = ", ".join(f"{key} {shape[key]}" for key, default in SHAPE_DEFAULTS.items()
+                       if key != "squeeze" and shape.get(key, default) != default)
+    return (f"{shape.get('blocks')}x{shape.get('filters')} network with {shape.get('planes')} input planes{squeeze}"
+            + (f" ({others})" if others else ""))
+
+
+def inherited_shape(state: Optional[dict]) -> dict:
+    """The shape keys a training run's network takes from the network it continues (``state``: the dictionary of
+    a resumed checkpoint or of an --init file; None: a new network): those no setting chooses, such as an imported
+    Leela network's policy head, activation and SE gate (training.resnet.model), so that the run trains the network
+    it was given and ``expect`` checks the keys it chose."""
+    return {key: value for key, value in (state or {}).get("shape", {}).items() if key not in CHOSEN}
 
 
 def load_network(path: Path, expect: Optional[dict] = None, device: str | torch.device = "cpu"

@@ -1,129 +1,33 @@
-"""Agreement with Stockfish: how often the engine's move at ``go nodes 1`` is the move Stockfish played, on
-positions of self-play games that no network trained on.
+"""Agreement with the moves of games: how often the engine's move at ``go nodes 1`` is the move Stockfish played
+(its ``[%eval]`` moves), or with ``played`` the move played (any game: a person's), on positions of games that no
+network trained on.
 
 At one node the engine plays its policy's best move, so this measures the network's policy through the whole
 engine (its options, the move encoding, the UCI layer) rather than through the training code. The games are by
-default the corpus's validation split (training.data.split: one game in ``validation_period`` by ``game_identity``),
-held out of every training run on the corpus. The positions are those from ``from_ply`` on whose next move
-carries an ``[%eval]``, i.e. Stockfish's own move (book and random opening moves carry none); a seeded sample of
-``count`` of them is asked. Each position is sent with the game's moves so far (repetitions count) after a
+default the corpus's validation split, and the positions those from ``from_ply`` on, a seeded sample of ``count``
+of them (training.data.heldout). Each position is sent with its whole game, ``position startpos moves ...`` (or
+the game's FEN and its moves), so that a network with history planes sees the game and repetitions count, after a
 ``ucinewgame``, so no tree or table is carried from one position to the next and the order does not matter.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable
 
 import chess
 import chess.engine
-import chess.pgn
-import numpy as np
 
 from hackmate_core.options import option_settings
-from training.data.corpus import CorpusConfig
-from training.data.pgn import ReadStats, iter_games
-from training.data.split import game_identity, hash_held_out
+from training.data.heldout import Selection, wilson_interval
 from training.uci.engines import start_engine
 
 #: The settings of the issue's figure: the policy alone, no heuristic priors, no material in the value.
 DEFAULT_OPTIONS = {"TacticalPriors": "0", "MaterialBlend": "0"}
-#: The corpus's validation period (one held-out game in this many).
-VALIDATION_PERIOD = CorpusConfig.validation_period
-#: The normal quantile of a two-sided 95% interval.
-Z_95 = 1.959963984540054
 #: What can go wrong with one position, as named in the figures.
 ENGINE_CRASHED, BAD_ANSWER, NO_MOVE = "engine crashed", "illegal or unreadable answer", "no move"
-
-
-@dataclass(frozen=True)
-class Game:
-    """A game's start position (None: the standard one) and moves, named for messages."""
-
-    name: str
-    start_fen: Optional[str]
-    moves: tuple[chess.Move, ...]
-
-    def board_at(self, ply: int) -> chess.Board:
-        """The position before move ``ply``, with the moves that led there on its stack."""
-        board = chess.Board(self.start_fen) if self.start_fen else chess.Board()
-        for move in self.moves[:ply]:
-            board.push(move)
-        return board
-
-
-@dataclass
-class Selection:
-    """The sampled positions as (game, ply) pairs, and what was read to find them."""
-
-    games: list[Game]
-    samples: list[tuple[int, int]]
-    games_read: int = 0
-    games_in_split: int = 0
-    positions_eligible: int = 0
-    skipped: Counter = field(default_factory=Counter)
-
-    @property
-    def games_eligible(self) -> int:
-        return len(self.games)
-
-
-def eligible_plies(game: chess.pgn.Game, from_ply: int) -> list[int]:
-    """Plies from ``from_ply`` on whose move carries an [%eval] (Stockfish's move, not a book or random one)."""
-    return [ply for ply, node in enumerate(game.mainline()) if ply >= from_ply and node.eval() is not None]
-
-
-def in_split(game: chess.pgn.Game, period: Optional[int]) -> bool:
-    """Whether the game is in the corpus's validation split of that period (None: every game is taken)."""
-    return period is None or bool(hash_held_out(game_identity(game, (node.move for node in game.mainline())), period))
-
-
-def select_positions(files: Iterable[Path], from_ply: int = 16, count: int = 3000, seed: int = 1,
-                     period: Optional[int] = VALIDATION_PERIOD, progress: bool = False) -> Selection:
-    """Every eligible position of the files' games in the split, then a seeded sample of ``count`` of them
-    (0 or more than there are: all), in the files' order."""
-    from tqdm import tqdm
-    stats = ReadStats()
-    selection = Selection([], [])
-    eligible: list[tuple[int, int]] = []
-    with tqdm(desc="games", unit="game", disable=not progress) as bar:
-        for path in files:
-            for index, game in iter_games(path, stats):
-                bar.update()
-                selection.games_read += 1
-                if not in_split(game, period):
-                    continue
-                selection.games_in_split += 1
-                plies = eligible_plies(game, from_ply)
-                if plies:
-                    number = len(selection.games)
-                    selection.games.append(Game(f"{path.name} game {index + 1}", game.headers.get("FEN"),
-                                                tuple(game.mainline_moves())))
-                    eligible.extend((number, ply) for ply in plies)
-    selection.skipped = stats.skipped
-    selection.games_read += sum(stats.skipped.values())
-    selection.positions_eligible = len(eligible)
-    if 0 < count < len(eligible):
-        chosen = np.sort(np.random.default_rng(seed).choice(len(eligible), count, replace=False))
-        eligible = [eligible[i] for i in chosen]
-    selection.samples = eligible
-    return selection
-
-
-def wilson_interval(successes: int, total: int, z: float = Z_95) -> tuple[float, float]:
-    """The Wilson score interval of a proportion: sound near 0 and 1 and for small counts, unlike p +- z*se."""
-    if total == 0:
-        return 0.0, 1.0
-    share = successes / total
-    denominator = 1 + z * z / total
-    centre = (share + z * z / (2 * total)) / denominator
-    half = z * math.sqrt(share * (1 - share) / total + z * z / (4 * total * total)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def parse_options(pairs: Iterable[str]) -> dict[str, str]:
@@ -191,10 +95,7 @@ def figures(selection: Selection, counts: Counter, settings: dict) -> dict:
                           "interval_95": [100 * low, 100 * high]},
             "failures": {name: counts[name] for name in (ENGINE_CRASHED, BAD_ANSWER, NO_MOVE)},
             "settings": settings,
-            "eligible": {"games_read": selection.games_read, "games_in_split": selection.games_in_split,
-                         "games_with_positions": selection.games_eligible,
-                         "positions": selection.positions_eligible,
-                         "games_skipped": dict(selection.skipped)}}
+            "eligible": selection.eligible()}
 
 
 def headline(result: dict) -> str:

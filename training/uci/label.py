@@ -10,12 +10,15 @@ positions. Each work unit runs in a worker with its own engine (one thread,
 16 MB hash, ``ucinewgame`` before every position, the position given as a FEN
 without history), so a label depends only on the position, the engine and its
 node budget: results come back in order and the shards are byte-identical
-whatever the number of workers, locally or as Ray tasks. A rerun of the same
-command skips what is labelled and finishes the rest.
+whatever the number of workers, locally or as Ray tasks (training.uci.workers). A
+rerun of the same command skips what is labelled and finishes the rest. A unit
+lost with its worker (on Ray, after Ray's retries) is left out while the rest
+are written; the run then ends saying so, and a rerun labels what was lost.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import time
@@ -39,8 +42,8 @@ from training.configs import LabelConfig
 from training.data.pgn import DataError, ReadStats, iter_games, open_text
 from training.data.shards import ShardWriter, best_moves, dir_keys, excluded_keys, load_dir
 from training.data.targets import WDL_MODEL, engine_label, side_result
-from training.processes import SPAWN
 from training.uci.engines import EngineFailure, start_engine
+from training.uci.workers import LocalWorkers, RayWorkers, WorkLost, drop_worker_engine, worker_engine, workers_for
 
 #: Positions per work unit: small enough for an even spread and a fine-grained resume.
 UNIT_SIZE = 16
@@ -195,31 +198,9 @@ def write_selection(config: LabelConfig, path: Path) -> Summary:
 
 # --- workers ---------------------------------------------------------------------------------------------
 
-_ENGINES: dict[str, chess.engine.SimpleEngine] = {}
-
-
 def open_engine(command: str) -> chess.engine.SimpleEngine:
     """A labelling engine, with the settings that make labels reproducible where it has them."""
     return start_engine(command, ENGINE_OPTIONS, known_only=True)
-
-
-def _worker_engine(command: str) -> chess.engine.SimpleEngine:
-    """This process's engine for ``command``, started on first use and closed when the process ends."""
-    engine = _ENGINES.get(command)
-    if engine is None:
-        import atexit
-        import multiprocessing.util
-        engine = _ENGINES[command] = open_engine(command)
-        # pool workers skip atexit, other processes may skip the finaliser: both close it, the first one wins
-        multiprocessing.util.Finalize(None, _close_worker_engine, args=(command,), exitpriority=10)
-        atexit.register(_close_worker_engine, command)
-    return engine
-
-
-def _close_worker_engine(command: str) -> None:
-    engine = _ENGINES.pop(command, None)
-    if engine is not None:
-        engine.quit()
 
 
 def analyse(engine: chess.engine.SimpleEngine, fen: str, nodes: int, multipv: int
@@ -240,80 +221,33 @@ def analyse(engine: chess.engine.SimpleEngine, fen: str, nodes: int, multipv: in
 
 
 def label_unit(unit: tuple[str, int, int, list[str]]) -> list[list[tuple[str, Optional[int], Optional[int]]]]:
-    """One work unit: (engine command, nodes, MultiPV, FENs) -> MultiPV lines per FEN, in order."""
+    """One work unit, in a worker with its own engine: (engine command, nodes, MultiPV, FENs) -> MultiPV lines per
+    FEN, in order."""
     command, nodes, multipv, fens = unit
-    engine = _worker_engine(command)
+    engine = worker_engine(command, ENGINE_OPTIONS, known_only=True)
     try:
         return [analyse(engine, fen, nodes, multipv) for fen in fens]
     except chess.engine.EngineError as error:
-        _ENGINES.pop(command, None)
+        drop_worker_engine(engine)
         raise EngineFailure(f"the engine {command!r} failed: {error!r}") from None
 
 
-class LocalBackend:
-    """Work units on a pool of local processes, one engine each."""
-
-    def __init__(self, workers: int) -> None:
-        self.pool = SPAWN.Pool(workers)
-        self.window = 4 * workers
-
-    def submit(self, unit: tuple) -> Any:
-        return self.pool.apply_async(label_unit, (unit,))
-
-    def get(self, handle: Any) -> Any:
-        return handle.get()
-
-    def close(self, ok: bool) -> None:
-        if ok:
-            self.pool.close()
-        else:
-            self.pool.terminate()
-        self.pool.join()
-
-
-class RayBackend:
-    """The same work units as Ray tasks: ``local`` starts a Ray instance here, else ray.init(address)."""
-
-    def __init__(self, address: str, workers: int) -> None:
-        try:
-            import ray
-        except ImportError:
-            raise EngineFailure("--ray needs Ray: pip install -e '.[ray]'") from None
-        self.ray = ray
-        self.started = not ray.is_initialized()
-        if self.started:
-            try:
-                if address == "local":
-                    ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-                else:
-                    ray.init(address=address, log_to_driver=False)
-            except (ConnectionError, RuntimeError, ValueError) as error:
-                raise EngineFailure(f"cannot start or reach Ray ({address}): {error}") from None
-        self.task = ray.remote(num_cpus=1)(label_unit)
-        self.window = 4 * max(1, int(ray.cluster_resources().get("CPU", workers)))
-
-    def submit(self, unit: tuple) -> Any:
-        return self.task.remote(unit)
-
-    def get(self, handle: Any) -> Any:
-        return self.ray.get(handle)
-
-    def close(self, ok: bool) -> None:
-        if self.started:
-            self.ray.shutdown()
-
-
-def in_order(backend: Any, units: Iterator[tuple[tuple, Any]]) -> Iterator[tuple[Any, Any]]:
-    """(context, result) of every (unit, context), in submission order, with at most ``backend.window`` in flight."""
+def in_order(workers: LocalWorkers | RayWorkers, units: Iterator[tuple[tuple, Any]]) -> Iterator[tuple[Any, Any]]:
+    """(context, result) of every (unit, context), in submission order, with at most ``workers.window`` in flight;
+    a unit lost with its worker gives (context, the WorkLost) and the rest go on."""
     pending: deque = deque()
-    for unit, context in units:
-        pending.append((context, backend.submit(unit)))
-        if len(pending) >= backend.window:
-            context, handle = pending.popleft()
-            yield context, backend.get(handle)
-    while pending:
-        context, handle = pending.popleft()
-        yield context, backend.get(handle)
+    units = iter(units)
+    while True:
+        for unit, context in itertools.islice(units, max(0, workers.window - len(pending))):
+            pending.append((context, workers.submit(label_unit, unit)))
+        if not pending:
+            return
+        context, future = pending.popleft()
+        try:
+            outcome = workers.result(future)
+        except WorkLost as lost:
+            outcome = lost
+        yield context, outcome
 
 
 # --- the run ---------------------------------------------------------------------------------------------
@@ -360,15 +294,19 @@ def label(config: LabelConfig, command_line: str = "", progress: bool = True,
         if batch:
             yield (config.engine, config.nodes, config.multipv, [c.board.fen() for c in batch]), batch
 
-    backend = RayBackend(config.ray, config.workers) if config.ray else LocalBackend(config.workers)
+    workers = workers_for(config.ray, config.workers)
     bar = None
     if progress:
         from tqdm import tqdm
         bar = tqdm(desc="labelling", unit="pos", total=config.max_positions or None, smoothing=0.05)
-    ok = interrupted = False
+    interrupted = False
+    lost: list[tuple[int, WorkLost]] = []
     try:
-        for batch, results in in_order(backend, units()):
-            for candidate, lines in zip(batch, results):
+        for batch, outcome in in_order(workers, units()):
+            if isinstance(outcome, WorkLost):
+                lost.append((len(batch), outcome))
+                continue
+            for candidate, lines in zip(batch, outcome):
                 record = engine_label(candidate.board, encoding, lines, config.temperature, candidate.result,
                                       candidate.game)
                 writer.add(record, candidate.source)
@@ -378,15 +316,16 @@ def label(config: LabelConfig, command_line: str = "", progress: bool = True,
             if deadline is not None and time.monotonic() > deadline:
                 summary.stopped = f"--max-minutes {config.max_minutes:g}: run the same command again to continue"
                 break
-        else:
-            ok = True  # every unit done: let the workers finish cleanly (else they are stopped at once)
+        if lost:
+            summary.stopped = (f"positions lost with their workers: {sum(n for n, _ in lost)} ({lost[0][1]}): "
+                               "run the same command again to label them")
     except KeyboardInterrupt:
         summary.stopped = "interrupted: run the same command again to continue"
         interrupted = True
     finally:
         if bar is not None:
             bar.close()
-        backend.close(ok)
+        workers.close()
         summary.seconds = time.monotonic() - started
         writer.record_run({"command": command_line, "sources": [str(p) for p in config.sources],
                            "settings": json.loads(json.dumps({k: v for k, v in asdict(config).items()
@@ -397,19 +336,22 @@ def label(config: LabelConfig, command_line: str = "", progress: bool = True,
         raise source_errors[0]
     if interrupted:
         raise KeyboardInterrupt
+    if lost:
+        raise WorkLost(summary.stopped)
     return summary
 
 
 def selfplay_source(out: Path, command: str, games: int, nodes: int, workers: int, seed: int,
-                    random_plies: int, book: Optional[str]) -> Path:
-    """Fresh self-play games as a PGN source in ``out`` (training.uci.selfplay; resumable)."""
+                    random_plies: int, book: Optional[str], ray: Optional[str] = None) -> Path:
+    """Fresh self-play games as a PGN source in ``out`` (training.uci.selfplay; resumable), played where the
+    labelling runs (``ray``: its Ray cluster)."""
     from training.uci.selfplay import SelfPlayOptions, selfplay
     out.mkdir(parents=True, exist_ok=True)
     pgn = out / f"selfplay-s{seed}-g{games}-n{nodes}.pgn"
     unfinished = any(out.glob(pgn.name + ".part*"))
     if not pgn.exists() or unfinished:
         selfplay(pgn, command, nodes, games, workers,
-                 options=SelfPlayOptions(random_plies=random_plies, seed=seed, book=book))
+                 options=SelfPlayOptions(random_plies=random_plies, seed=seed, book=book), ray=ray)
     return pgn
 
 

@@ -18,6 +18,10 @@ from training.data.corpus.config import CorpusConfig, CorpusError
 from training.data.corpus.files import file_kind
 
 PART_FORMAT, PART_VERSION, PARTS = "hackmate-corpus-part", 1, "corpus-parts"
+#: Encodings whose planes changed since their parts were first prepared, with the revision a part's key holds, so
+#: that a part of an earlier revision is prepared again and the parts of every other encoding are kept: lc0-112 is
+#: exactly Lc0's input (history, repetitions, castling planes) since revision 2.
+ENCODING_REVISIONS = {"lc0-112": 2}
 #: Columns of a part besides the records: every position of every game, for the validation split.
 SEEN = {"seen_key": np.dtype(np.uint64), "seen_game": np.dtype(np.int64)}
 #: Preference between records of the same position: a MultiPV label, then an engine eval, then a bare move.
@@ -30,6 +34,8 @@ def part_settings(path: Path, config: CorpusConfig) -> dict:
     kind = file_kind(path)
     settings = {"kind": kind, "sha256": cache.file_digest(path), "version": PART_VERSION,
                 "encoding": config.encoding}
+    if config.encoding in ENCODING_REVISIONS:
+        settings["encoding_revision"] = ENCODING_REVISIONS[config.encoding]
     if kind == "games":
         settings.update(skip_plies=config.skip_plies, min_rating=config.min_rating)
     else:
