@@ -215,7 +215,40 @@ def evaluate_in_stages(evaluator: Evaluator, boards: Sequence[chess.Board], move
     return [request.evaluation for request in requests]  # type: ignore[misc]
 
 
-class EvaluatorWrapper(Evaluator):
+class Forwarding:
+    """What every wrapper forwards to the evaluator or comparator it wraps (``inner``): its name, its options after
+    the wrapper's own, its notices and fallbacks after the wrapper's, loading, threads and new games."""
+
+    inner: Any
+    OPTIONS: ClassVar[Sequence[Option]]
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def load(self) -> None:
+        self.inner.load()
+
+    def options(self) -> list[Option]:
+        return list(self.OPTIONS) + self.inner.options()
+
+    def notices(self) -> list[str]:
+        return super().notices() + self.inner.notices()
+
+    def fallbacks(self) -> list[str]:
+        return super().fallbacks() + self.inner.fallbacks()
+
+    def set_option(self, name: str, value: Any) -> bool:
+        return super().set_option(name, value) or self.inner.set_option(name, value)
+
+    def set_threads(self, threads: int) -> None:
+        self.inner.set_threads(threads)
+
+    def new_game(self) -> None:
+        self.inner.new_game()
+
+
+class EvaluatorWrapper(Forwarding, Evaluator):  # type: ignore[misc]
     """An evaluator around another one: forwards everything, its own options first.
 
     The stages are forwarded too, unless a subclass changes evaluations by
@@ -230,9 +263,6 @@ class EvaluatorWrapper(Evaluator):
         self._forwards_stages = cls.prepare is not EvaluatorWrapper.prepare or (
             cls.evaluate_batch is EvaluatorWrapper.evaluate_batch and cls.evaluate is EvaluatorWrapper.evaluate)
 
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.inner.name
 
     @property
     def has_policy(self) -> bool:  # type: ignore[override]
@@ -283,29 +313,8 @@ class EvaluatorWrapper(Evaluator):
     def infers_in_native_code(self) -> bool:
         return self._forwards_stages and self.inner.infers_in_native_code
 
-    def load(self) -> None:
-        self.inner.load()
-
-    def options(self) -> list[Option]:
-        return list(self.OPTIONS) + self.inner.options()
-
-    def notices(self) -> list[str]:
-        return super().notices() + self.inner.notices()
-
-    def fallbacks(self) -> list[str]:
-        return super().fallbacks() + self.inner.fallbacks()
-
-    def set_option(self, name: str, value: Any) -> bool:
-        return super().set_option(name, value) or self.inner.set_option(name, value)
-
     def cache_key(self, board: chess.Board) -> Hashable:
         return self.inner.cache_key(board)
-
-    def set_threads(self, threads: int) -> None:
-        self.inner.set_threads(threads)
-
-    def new_game(self) -> None:
-        self.inner.new_game()
 
 
 def value_centipawns(evaluator: Evaluator, board: chess.Board) -> int:
@@ -371,16 +380,12 @@ class Comparator(Configurable, Pluggable, ABC):
         """Forget the previous game."""
 
 
-class ComparatorWrapper(Comparator):
+class ComparatorWrapper(Forwarding, Comparator):  # type: ignore[misc]
     """A comparator around another one: forwards everything, its own options first."""
 
     def __init__(self, inner: Comparator) -> None:
         self.inner = inner
         super().__init__()
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.inner.name
 
     def features(self, board: chess.Board) -> Any:
         return self.inner.features(board)
@@ -405,27 +410,6 @@ class ComparatorWrapper(Comparator):
 
     def hashfull(self) -> int:
         return self.inner.hashfull()
-
-    def load(self) -> None:
-        self.inner.load()
-
-    def options(self) -> list[Option]:
-        return list(self.OPTIONS) + self.inner.options()
-
-    def notices(self) -> list[str]:
-        return super().notices() + self.inner.notices()
-
-    def fallbacks(self) -> list[str]:
-        return super().fallbacks() + self.inner.fallbacks()
-
-    def set_option(self, name: str, value: Any) -> bool:
-        return super().set_option(name, value) or self.inner.set_option(name, value)
-
-    def set_threads(self, threads: int) -> None:
-        self.inner.set_threads(threads)
-
-    def new_game(self) -> None:
-        self.inner.new_game()
 
 
 AnyEvaluator = Union[Evaluator, Comparator]
