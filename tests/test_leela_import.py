@@ -156,6 +156,32 @@ def test_a_run_that_continues_it_learns_castling_where_the_export_plays_it(tmp_p
         grow(load_network(path)[0], 3, 8)
 
 
+def test_train_continues_an_imported_network_and_its_export_plays(tmp_path, calibration):
+    """`train --init` on an imported file builds the imported network (its policy head, SE gate and value head
+    come from the file, --blocks, --filters and --squeeze are checked against it), and the run's export plays."""
+    original = tmp_path / "net.pb.gz"
+    write_network(original, SPECS["se, convolution policy, wdl, linear16"])
+    path = imported(original, calibration, tmp_path / "net.pt")
+    shape = torch.load(path, weights_only=True)["shape"]
+    data = tmp_path / "data"
+    result = CliRunner().invoke(cli, ["prepare", str(FIXTURES / "games.pgn"), "--out", str(data), "--encoding",
+                                      "lc0-112", "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    run = tmp_path / "run"
+    result = CliRunner().invoke(cli, ["train", str(data), "--init", str(path), "--blocks", "2", "--filters", "8",
+                                      "--squeeze", str(shape["squeeze"]), "--epochs", "1", "--batch-size", "32",
+                                      "--lr", "1e-4", "--out", str(run)])
+    assert result.exit_code == 0, result.output
+    trained = torch.load(run / "checkpoint.pt", weights_only=False)
+    assert {key: trained["shape"][key] for key in shape} == shape
+    board = played(chess.Board(SPECIAL[0]), [])
+    evaluation = fp32(export_resnet(run / "checkpoint.pt", tmp_path / "trained.onnx")).evaluate(board)
+    assert sum(evaluation.priors.values()) == pytest.approx(1, abs=1e-4)
+    result = CliRunner().invoke(cli, ["train", str(data), "--init", str(path), "--blocks", "3", "--filters", "8",
+                                      "--squeeze", str(shape["squeeze"]), "--epochs", "1", "--out", str(tmp_path / "r2")])
+    assert result.exit_code == 1 and "not the requested" in result.output, result.output
+
+
 def test_files_it_cannot_import_are_refused_and_nothing_is_written(tmp_path):
     for name, (path, message) in bad_files(tmp_path).items():
         out = tmp_path / f"{path.stem}.pt"

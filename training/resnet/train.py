@@ -49,7 +49,8 @@ from training.resnet.losses import SparsePolicy, gather_policy, soft_policy_loss
 from training.resnet.metrics import batch_sums, finish
 from training.resnet.model import PolicyValueNet, full_shape
 from training.resnet.swa import WeightAverage
-from training.resnet.weights import WeightsError, load_file, load_network, network_of, save_weights, weights_of
+from training.resnet.weights import (WeightsError, inherited_shape, load_file, load_network, network_of, save_weights,
+                                    weights_of)
 
 
 def mirror_half(x: torch.Tensor, policy: SparsePolicy, castling: slice, table: torch.Tensor,
@@ -163,8 +164,11 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
     del arrays
     if train_set.size == 0:
         raise ValueError(f"no training positions in {', '.join(config.data)}")
+    # the network continued (a resumed checkpoint, or --init without --grow) gives the shape no setting chooses
+    parent = resumed if resumed is not None else \
+        load_file(Path(config.init), device) if config.init and not config.grow else None
     model = processes.synchronise(PolicyValueNet(encoding.planes, config.blocks, config.filters,
-                                                 squeeze=config.squeeze).to(device))
+                                                 squeeze=config.squeeze, **inherited_shape(parent)).to(device))
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     steps_per_epoch = max(1, train_set.size // config.batch_size)
     total_steps = steps_per_epoch * config.epochs
@@ -205,9 +209,8 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
                                        start_state["meta"]["encoding"]).state_dict())
         except ValueError as error:
             raise WeightsError(f"{config.init}: {error}") from None
-    elif config.init:
-        model.load_state_dict(load_network(Path(config.init), expect=full_shape(model.shape),
-                                           device=device)[0].state_dict())
+    elif parent is not None:
+        model.load_state_dict(network_of(parent, Path(config.init), full_shape(model.shape), device).state_dict())
     use_amp = uses_bf16(config.precision, device)
     channels_last = use_amp and device.type == "cpu"  # oneDNN's bf16 convolutions run faster on NHWC tensors
     if channels_last:
