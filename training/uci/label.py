@@ -18,15 +18,14 @@ are written; the run then ends saying so, and a rerun labels what was lost.
 
 from __future__ import annotations
 
-import itertools
 import json
 import random
 import time
 import zlib
-from collections import Counter, deque
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import chess
 import chess.engine
@@ -43,7 +42,7 @@ from training.data.pgn import DataError, ReadStats, iter_games, open_text
 from training.data.shards import ShardWriter, best_moves, dir_keys, excluded_keys, load_dir
 from training.data.targets import WDL_MODEL, engine_label, side_result
 from training.uci.engines import EngineFailure, start_engine
-from training.uci.workers import LocalWorkers, RayWorkers, WorkLost, drop_worker_engine, worker_engine, workers_for
+from training.uci.workers import WorkLost, drop_worker_engine, in_order, worker_engine, workers_for
 
 #: Positions per work unit: small enough for an even spread and a fine-grained resume.
 UNIT_SIZE = 16
@@ -55,6 +54,8 @@ READ_ERRORS = (*DAMAGED_FILE, ValueError)
 
 @dataclass
 class Candidate:
+    """A position selected for labelling, with what its label keeps besides the engine's lines."""
+
     board: chess.Board  # with enough move stack for history encodings
     result: int
     game: int
@@ -232,27 +233,10 @@ def label_unit(unit: tuple[str, int, int, list[str]]) -> list[list[tuple[str, Op
         raise EngineFailure(f"the engine {command!r} failed: {error!r}") from None
 
 
-def in_order(workers: LocalWorkers | RayWorkers, units: Iterator[tuple[tuple, Any]]) -> Iterator[tuple[Any, Any]]:
-    """(context, result) of every (unit, context), in submission order, with at most ``workers.window`` in flight;
-    a unit lost with its worker gives (context, the WorkLost) and the rest go on."""
-    pending: deque = deque()
-    units = iter(units)
-    while True:
-        for unit, context in itertools.islice(units, max(0, workers.window - len(pending))):
-            pending.append((context, workers.submit(label_unit, unit)))
-        if not pending:
-            return
-        context, future = pending.popleft()
-        try:
-            outcome = workers.result(future)
-        except WorkLost as lost:
-            outcome = lost
-        yield context, outcome
-
-
 # --- the run ---------------------------------------------------------------------------------------------
 
 def labeller_settings(config: LabelConfig, engine_name: str) -> dict:
+    """What the labels depend on, stored with the shards: a rerun into the directory with others is refused."""
     return {"engine": engine_name, "nodes": config.nodes, "multipv": config.multipv,
             "temperature": config.temperature, "wdl_model": WDL_MODEL, "hash_mb": ENGINE_OPTIONS["Hash"],
             "threads": ENGINE_OPTIONS["Threads"], "hash_cleared_per_position": True}
@@ -302,7 +286,7 @@ def label(config: LabelConfig, command_line: str = "", progress: bool = True,
     interrupted = False
     lost: list[tuple[int, WorkLost]] = []
     try:
-        for batch, outcome in in_order(workers, units()):
+        for batch, outcome in in_order(workers, label_unit, units()):
             if isinstance(outcome, WorkLost):
                 lost.append((len(batch), outcome))
                 continue

@@ -23,7 +23,7 @@ import shutil
 from concurrent.futures import wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import chess
 import chess.engine
@@ -42,11 +42,12 @@ HEADER = re.compile(r'\[\w+ "')  # a PGN tag pair; a wrapped comment line may st
 #: Seconds between two looks at the part files for annotation's progress bar.
 PROGRESS_EVERY_S = 5.0
 #: A whole self-play game in a part file: its tags (the Round its number + 1), its moves and its result.
-FINISHED_GAME = re.compile(r'\[Event [^\n]*\n(?:\[[^\n]*\n)*?\[Round "(\d+)"\]\n.*?(?:1-0|0-1|1/2-1/2|\*)\n\n(?=\[Event |\Z)',
-                           re.S)
+FINISHED_GAME = re.compile(r'\[Event [^\n]*\n(?:\[[^\n]*\n)*?\[Round "(\d+)"\]\n'
+                           r'.*?(?:1-0|0-1|1/2-1/2|\*)\n\n(?=\[Event |\Z)', re.S)
 
 
 def _count_games(path: Path) -> int:
+    """The games in a PGN file so far (0 for none): what an annotation part holds, from its text."""
     if not path.exists():
         return 0
     with open(path, encoding="utf-8", errors="replace") as handle:
@@ -54,10 +55,13 @@ def _count_games(path: Path) -> int:
 
 
 def _part(out: Path, worker: int) -> Path:
+    """Annotation worker ``worker``'s part file of ``out``."""
     return out.with_name(f"{out.name}.part{worker}")
 
 
-def _annotate_part(args: tuple) -> int:
+def _annotate_part(args: tuple[str, str, str, int, int, int]) -> int:
+    """Annotate every ``workers``-th game of ``source`` from the ``worker``-th into that worker's part, after the
+    games the part already holds; returns the games annotated now."""
     source, out, command, nodes, worker, workers = args
     part = _part(Path(out), worker)
     done = _count_games(part)
@@ -164,17 +168,16 @@ def play_selfplay_game(job: SelfPlayGame) -> str:
         raise EngineFailure(f"the engine {job.command!r} failed in game {job.number + 1}: {error!r}") from None
 
 
-def _run_parts(function, jobs: list[tuple], out: Path, workers: int, total: Optional[int] = None) -> int:
+def _run_parts(function: Callable[[tuple], int], jobs: list[tuple], out: Path, workers: int) -> int:
     """Run one job per worker, each writing its part file, then join the parts into ``out`` (compressed as its
-    name says). The progress bar counts the games in the parts (``total``: the games expected, when known), read
-    every few seconds."""
+    name says). The progress bar counts the games in the parts, read every few seconds."""
     from tqdm import tqdm
 
     def games_so_far() -> int:
         return sum(_count_games(_part(out, worker)) for worker in range(workers))
 
     with process_pool(workers) as pool, \
-            tqdm(total=total, initial=games_so_far(), desc=out.name, unit="game") as bar:
+            tqdm(initial=games_so_far(), desc=out.name, unit="game") as bar:
         futures = [pool.submit(function, job) for job in jobs]
         while wait(futures, timeout=PROGRESS_EVERY_S).not_done:
             bar.update(games_so_far() - bar.n)

@@ -2,14 +2,16 @@
 engine, and how a run tells work that failed from work that was lost with its worker.
 
 Labelling and self-play hand their work out in small independent pieces (a few positions, one game) to
-:class:`LocalWorkers` or, given ``--ray``, :class:`RayWorkers`, and get each piece back as a future. A piece
+:class:`LocalWorkers` or, given ``--ray``, :class:`RayWorkers`, and get the results back as the pieces finish
+(:func:`as_finished`: self-play) or in the order given (:func:`in_order`: labelling). A piece
 depends only on its input, never on the worker that ran it, so a run spread over a cluster gives what a local run
 gives. ``--ray`` takes ``local`` (a Ray instance started here for the run), ``auto`` (the running cluster: ``ray
 start`` on this machine, or RAY_ADDRESS) or a cluster's address, ``HOST:PORT`` or ``ray://HOST:PORT`` (Ray's
-client, the ``ray[client]`` extra). An address is tried over TCP first, with a timeout, because ray.init waits for
-an unreachable cluster for ever. Ray runs a piece whose worker or node died again, up to :data:`RETRIES` times; a
-piece still lost after that, or whose local worker process died, is :class:`WorkLost`, while an error of the work
-itself (an engine that fails) is raised as that error.
+client, the ``ray[client]`` extra). An address is tried first, with a timeout, because ray.init waits for minutes
+on an address that refuses or does not answer, or that answers but is not a Ray cluster's head. Ray runs a piece
+whose worker or node died again, up to :data:`RETRIES` times; a piece still lost after that, or whose local worker
+process died, is :class:`WorkLost`, while an error of the work itself (an engine that fails) is raised as that
+error.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import itertools
 import multiprocessing.util
 import os
 import socket
+from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
@@ -179,7 +182,8 @@ def workers_for(ray: Optional[str], workers: int) -> LocalWorkers | RayWorkers:
 
 def check_reachable(address: str) -> None:
     """Fail at once, with a message, where ``address`` (``auto``, ``HOST:PORT``, ``ray://HOST:PORT``) has no Ray
-    listening: a connection refused, or none within CONNECT_TIMEOUT_S."""
+    listening: a connection refused or unanswered within CONNECT_TIMEOUT_S, or (a head's address) a server that is
+    not a Ray cluster's head."""
     target = _bootstrap_address(address)
     if target is None:
         return
@@ -192,6 +196,32 @@ def check_reachable(address: str) -> None:
         reason = "no answer within {:g} s".format(CONNECT_TIMEOUT_S) if isinstance(error, TimeoutError) else \
             (error.strerror or str(error))
         raise ClusterError(f"cannot reach Ray at {target} (--ray {address}): {reason}") from None
+    if not target.startswith("ray://"):  # Ray's client gives up by itself, with a message
+        _check_head(target, address)
+
+
+def _check_head(target: str, address: str) -> None:
+    """Ask the server at ``target`` for its cluster's id, as ray.init's first call to a head (its GCS) does, over
+    Ray's own gRPC channel (its TLS and token settings): any answer of the GCS, even a refused token, is a head;
+    no answer within CONNECT_TIMEOUT_S, or a server without that call (another port of the cluster), is not."""
+    try:
+        import grpc
+        from ray._private.grpc_utils import init_grpc_channel
+        from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
+    except ImportError:
+        return  # a Ray without these: ray.init decides
+    with init_grpc_channel(target) as channel:
+        try:
+            gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetClusterId(
+                gcs_service_pb2.GetClusterIdRequest(), timeout=CONNECT_TIMEOUT_S)
+        except grpc.RpcError as error:
+            code = error.code()
+            if code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNIMPLEMENTED):
+                why = "no answer within {:g} s".format(CONNECT_TIMEOUT_S) \
+                    if code == grpc.StatusCode.DEADLINE_EXCEEDED else code.name.lower()
+                raise ClusterError(f"{target} (--ray {address}) is not a Ray cluster's head ({why}): give the address "
+                                   "`ray start --head` printed (port 6379 by default), or ray://HOST:10001 for Ray's "
+                                   "client") from None
 
 
 def _bootstrap_address(address: str) -> Optional[str]:
@@ -232,3 +262,24 @@ def as_finished(workers: LocalWorkers | RayWorkers, function: Callable[[Any], An
             except WorkLost as lost:
                 outcome = lost
             yield argument, outcome
+
+
+def in_order(workers: LocalWorkers | RayWorkers, function: Callable[[Any], Any], work: Iterable[tuple[Any, Any]]
+             ) -> Iterator[tuple[Any, Any]]:
+    """(context, result) of ``function(argument)`` for each (argument, context) of ``work``, in the order given, at
+    most ``workers.window`` in flight: for output whose order must not depend on the workers (label shards). Work
+    lost with its worker gives (context, the WorkLost) and the rest goes on; an error of the work itself ends the
+    iteration with that error."""
+    pending: deque[tuple[Any, Future]] = deque()
+    waiting = iter(work)
+    while True:
+        for argument, context in itertools.islice(waiting, max(0, workers.window - len(pending))):
+            pending.append((context, workers.submit(function, argument)))
+        if not pending:
+            return
+        context, future = pending.popleft()
+        try:
+            outcome = workers.result(future)
+        except WorkLost as lost:
+            outcome = lost
+        yield context, outcome
