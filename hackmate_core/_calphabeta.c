@@ -12,6 +12,7 @@
 
 #include <stdlib.h>
 
+#include "binding.h"
 #include "cab.h"
 
 /* Raised when a method changes, so that hackmate_core.compiled refuses a stale build. */
@@ -25,50 +26,10 @@ typedef struct {
     PyObject_HEAD
     cab_table table;
     cab_search *search;
-    int started;                 /* start() has set a root */
-    int busy;                    /* a search() is running (callbacks may call back in) */
-    PyObject *stopped;           /* borrowed from search()'s arguments while it runs */
-    PyObject *probe;
+    hb_driver driver;            /* the search's context */
 } SearcherObject;
 
 static PyTypeObject SearcherType;
-
-/* ------------------------------------------------------------------ callbacks */
-
-static int call_stopped(void *context, uint64_t nodes) {
-    SearcherObject *self = context;
-    PyObject *result = PyObject_CallFunction(self->stopped, "K", (unsigned long long)nodes);
-    if (!result) return -1;
-    int truth = PyObject_IsTrue(result);
-    Py_DECREF(result);
-    return truth;
-}
-
-static int call_probe(void *context, const cb_position *p, int *outcome) {
-    SearcherObject *self = context;
-    PyObject *ep = p->ep_square < 0 ? Py_NewRef(Py_None) : PyLong_FromLong(p->ep_square);
-    if (!ep) return -1;
-    PyObject *result = PyObject_CallFunction(
-        self->probe, "((KKKKKKKKONi))", (unsigned long long)p->pieces[CB_PAWN], (unsigned long long)p->pieces[CB_KNIGHT],
-        (unsigned long long)p->pieces[CB_BISHOP], (unsigned long long)p->pieces[CB_ROOK],
-        (unsigned long long)p->pieces[CB_QUEEN], (unsigned long long)p->pieces[CB_KING],
-        (unsigned long long)p->colors[CB_WHITE], (unsigned long long)p->colors[CB_BLACK],
-        p->turn ? Py_True : Py_False, ep, (int)p->halfmove_clock);
-    if (!result) return -1;
-    if (result == Py_None) {
-        Py_DECREF(result);
-        return 0;
-    }
-    long value = PyLong_AsLong(result);
-    Py_DECREF(result);
-    if (value == -1 && PyErr_Occurred()) return -1;
-    if (value < -1 || value > 1) {
-        PyErr_Format(PyExc_ValueError, "a tablebase result must be -1, 0, 1 or None, not %ld", value);
-        return -1;
-    }
-    *outcome = (int)value;
-    return 1;
-}
 
 /* ------------------------------------------------------------------ reading arguments */
 
@@ -76,91 +37,18 @@ static int call_probe(void *context, const cb_position *p, int *outcome) {
 static int read_integers(PyObject *object, const char *what, int64_t *values, Py_ssize_t count) {
     PyObject *sequence = PySequence_Fast(object, what);
     if (!sequence) return -1;
+    int status = 0;
     if (PySequence_Fast_GET_SIZE(sequence) != count) {
         PyErr_Format(PyExc_ValueError, "%s: expected %zd integers, got %zd", what, count,
                      PySequence_Fast_GET_SIZE(sequence));
-        Py_DECREF(sequence);
-        return -1;
+        status = -1;
     }
-    for (Py_ssize_t i = 0; i < count; i++) {
+    for (Py_ssize_t i = 0; i < count && status == 0; i++) {
         values[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(sequence, i));
-        if (values[i] == -1 && PyErr_Occurred()) {
-            Py_DECREF(sequence);
-            return -1;
-        }
+        if (values[i] == -1 && PyErr_Occurred()) status = -1;
     }
     Py_DECREF(sequence);
-    return 0;
-}
-
-/* Move codes into moves[CB_MAX_MOVES]: their number, or -1 with an exception. */
-static int read_moves(PyObject *object, const char *what, cb_move *moves) {
-    PyObject *sequence = PySequence_Fast(object, what);
-    if (!sequence) return -1;
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(sequence);
-    if (count > CB_MAX_MOVES) {
-        PyErr_Format(PyExc_ValueError, "%s: more than %d moves", what, CB_MAX_MOVES);
-        Py_DECREF(sequence);
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < count; i++) {
-        long code = PyLong_AsLong(PySequence_Fast_GET_ITEM(sequence, i));
-        if (code == -1 && PyErr_Occurred()) {
-            Py_DECREF(sequence);
-            return -1;
-        }
-        if (code < 0 || code > 0xFFFF) {
-            PyErr_Format(PyExc_ValueError, "%s: %ld is not a move code", what, code);
-            Py_DECREF(sequence);
-            return -1;
-        }
-        moves[i] = (cb_move)code;
-    }
-    Py_DECREF(sequence);
-    return (int)count;
-}
-
-static int read_bitboard(PyObject *object, cb_bitboard *out) {
-    *out = PyLong_AsUnsignedLongLong(object);
-    return PyErr_Occurred() ? -1 : 0;
-}
-
-/* A compiled board's state() tuple and chess960 flag into a position the board accepts. */
-static int read_state(PyObject *state, int chess960, cb_position *position) {
-    if (!PyTuple_Check(state) || PyTuple_GET_SIZE(state) != 13) {
-        PyErr_SetString(PyExc_ValueError, "state: expected the 13-tuple of hackmate_core._cboard.Board.state()");
-        return -1;
-    }
-    cb_bitboard pieces[7] = {0}, white, black, castling;
-    for (int type = CB_PAWN; type <= CB_KING; type++)
-        if (read_bitboard(PyTuple_GET_ITEM(state, type - 1), &pieces[type]) < 0) return -1;
-    if (read_bitboard(PyTuple_GET_ITEM(state, 6), &white) < 0 || read_bitboard(PyTuple_GET_ITEM(state, 7), &black) < 0
-        || read_bitboard(PyTuple_GET_ITEM(state, 9), &castling) < 0)
-        return -1;
-    int turn = PyObject_IsTrue(PyTuple_GET_ITEM(state, 8));
-    if (turn < 0) return -1;
-    PyObject *ep_object = PyTuple_GET_ITEM(state, 10);
-    long ep = ep_object == Py_None ? -1 : PyLong_AsLong(ep_object);
-    long halfmove_clock = PyLong_AsLong(PyTuple_GET_ITEM(state, 11));
-    long fullmove_number = PyLong_AsLong(PyTuple_GET_ITEM(state, 12));
-    if (PyErr_Occurred()) return -1;
-    if (ep < -1 || ep > 63) {
-        PyErr_SetString(PyExc_ValueError, "state: an en-passant square off the board");
-        return -1;
-    }
-    const char *refusal = cb_set(position, pieces, white, black, turn, castling, (int)ep, halfmove_clock,
-                                 fullmove_number, chess960);
-    if (refusal) {
-        PyErr_Format(PyExc_ValueError, "the compiled board does not take this position: %s", refusal);
-        return -1;
-    }
-    return 0;
-}
-
-static int refuse_while_busy(SearcherObject *self) {
-    if (!self->busy) return 0;
-    PyErr_SetString(PyExc_RuntimeError, "the searcher is searching");
-    return -1;
+    return status;
 }
 
 /* ------------------------------------------------------------------ the type */
@@ -199,10 +87,10 @@ static PyObject *Searcher_start(SearcherObject *self, PyObject *args, PyObject *
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OpOOOOi:start", keywords, &state, &chess960, &keys_object,
                                      &evaluation_object, &history_object, &max_nodes_object, &probe_max_pieces))
         return NULL;
-    if (refuse_while_busy(self) < 0) return NULL;
+    if (hb_refuse_while_busy(&self->driver) < 0) return NULL;
     cab_search *s = self->search;
     cb_position root;
-    if (read_state(state, chess960, &root) < 0) return NULL;
+    if (hb_read_state(state, chess960, &root) < 0) return NULL;
     int64_t evaluation[EVALUATION_SIZE], max_nodes = -1;
     if (read_integers(evaluation_object, "evaluation", evaluation, EVALUATION_SIZE) < 0) return NULL;
     int32_t table[2][7][64];
@@ -228,24 +116,13 @@ static PyObject *Searcher_start(SearcherObject *self, PyObject *args, PyObject *
         }
         if (max_nodes < 0) max_nodes = 0;
     }
-    PyObject *key_sequence = PySequence_Fast(keys_object, "keys: expected a sequence of Polyglot keys");
-    if (!key_sequence) {
+    uint64_t *keys;
+    Py_ssize_t key_count = hb_read_keys(keys_object, "keys: expected a sequence of Polyglot keys", &keys);
+    if (key_count < 0) {
         PyMem_Free(history);
         return NULL;
     }
-    Py_ssize_t key_count = PySequence_Fast_GET_SIZE(key_sequence);
-    uint64_t *keys = key_count < CB_MAX_PLIES ? PyMem_Malloc((size_t)(key_count + 1) * sizeof *keys) : NULL;
-    if (!keys) {
-        Py_DECREF(key_sequence);
-        PyMem_Free(history);
-        return key_count < CB_MAX_PLIES ? PyErr_NoMemory() : PyErr_Format(PyExc_ValueError, "keys: too many");
-    }
-    for (Py_ssize_t i = 0; i < key_count; i++) {
-        keys[i] = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(key_sequence, i));
-        if (PyErr_Occurred()) break;
-    }
-    Py_DECREF(key_sequence);
-    int status = PyErr_Occurred() ? -1 : cab_set_keys(s, keys, (int)key_count);
+    int status = cab_set_keys(s, keys, (int)key_count);
     PyMem_Free(keys);
     if (status < 0) {
         PyMem_Free(history);
@@ -256,12 +133,12 @@ static PyObject *Searcher_start(SearcherObject *self, PyObject *args, PyObject *
     cab_set_evaluation(s, (const int32_t(*)[7][64])table);
     s->root = root;
     s->max_nodes = max_nodes;
-    s->probe_max_pieces = probe_max_pieces;
-    s->nodes = 0;
+    s->hooks.probe_max_pieces = probe_max_pieces;
+    s->hooks.nodes = 0;
     s->seldepth = 0;
     memset(s->killers, 0, sizeof s->killers);
     self->table.generation = (self->table.generation + 1) & 0xFF;
-    self->started = 1;
+    self->driver.started = 1;
     Py_RETURN_NONE;
 }
 
@@ -272,62 +149,32 @@ static PyObject *Searcher_search(SearcherObject *self, PyObject *args, PyObject 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOOOO:search", keywords, &depth, &excluded, &allowed, &stopped,
                                      &probe))
         return NULL;
-    if (refuse_while_busy(self) < 0) return NULL;
-    if (!self->started) {
-        PyErr_SetString(PyExc_RuntimeError, "search() before start()");
-        return NULL;
-    }
     if (depth < 1 || depth >= CAB_MAX_PLY) {
         PyErr_Format(PyExc_ValueError, "depth must be between 1 and %d", CAB_MAX_PLY - 1);
         return NULL;
     }
-    if (!PyCallable_Check(stopped) || (probe != Py_None && !PyCallable_Check(probe))) {
-        PyErr_SetString(PyExc_TypeError, "stopped must be callable, probe callable or None");
+    if (hb_enter(&self->driver, stopped, probe) < 0) return NULL;
+    cab_search *s = self->search;
+    int excluded_count = hb_read_moves(excluded, "excluded", s->excluded);
+    int allowed_count = allowed == Py_None || excluded_count < 0 ? -1 : hb_read_moves(allowed, "allowed", s->allowed);
+    if (excluded_count < 0 || (allowed_count < 0 && allowed != Py_None)) {
+        hb_leave(&self->driver);
         return NULL;
     }
-    cab_search *s = self->search;
-    int excluded_count = read_moves(excluded, "excluded", s->excluded);
-    if (excluded_count < 0) return NULL;
-    int allowed_count = allowed == Py_None ? -1 : read_moves(allowed, "allowed", s->allowed);
-    if (allowed_count < 0 && allowed != Py_None) return NULL;
     s->excluded_count = excluded_count;
     s->allowed_count = allowed_count;
-    self->stopped = stopped;
-    self->probe = probe == Py_None ? NULL : probe;
-    s->stop = call_stopped;
-    s->probe = self->probe ? call_probe : NULL;
-    s->context = self;
-    self->busy = 1;
+    s->hooks.stop = hb_call_stopped;
+    s->hooks.probe = self->driver.probe ? hb_call_probe : NULL;
+    s->hooks.context = &self->driver;
     int score = cab_search_root(s, depth);
-    self->busy = 0;
-    self->stopped = self->probe = NULL;
-    if (s->failed) return NULL;
-    if (s->aborted) Py_RETURN_NONE;
-    PyObject *pv = PyList_New(s->pv_length[0]);
-    if (!pv) return NULL;
-    for (int i = 0; i < s->pv_length[0]; i++) {
-        PyObject *code = PyLong_FromLong(s->pv[0][i]);
-        if (!code) {
-            Py_DECREF(pv);
-            return NULL;
-        }
-        PyList_SET_ITEM(pv, i, code);
-    }
-    return Py_BuildValue("(iN)", score, pv);
+    hb_leave(&self->driver);
+    if (s->hooks.failed) return NULL;
+    if (s->hooks.aborted) Py_RETURN_NONE;
+    return Py_BuildValue("(iN)", score, hb_list(s->pv[0], s->pv_length[0], hb_move_item));
 }
 
 static PyObject *Searcher_history(SearcherObject *self, PyObject *unused) {
-    PyObject *list = PyList_New(HISTORY_SIZE);
-    if (!list) return NULL;
-    for (int i = 0; i < HISTORY_SIZE; i++) {
-        PyObject *value = PyLong_FromLongLong(self->search->history[i / 64][i % 64]);
-        if (!value) {
-            Py_DECREF(list);
-            return NULL;
-        }
-        PyList_SET_ITEM(list, i, value);
-    }
-    return list;
+    return hb_list(self->search->history, HISTORY_SIZE, hb_int64_item);
 }
 
 static PyObject *Searcher_clear(SearcherObject *self, PyObject *unused) {
@@ -340,7 +187,7 @@ static PyObject *Searcher_hashfull(SearcherObject *self, PyObject *unused) {
 }
 
 static PyObject *Searcher_get_nodes(SearcherObject *self, void *unused) {
-    return PyLong_FromUnsignedLongLong(self->search->nodes);
+    return PyLong_FromUnsignedLongLong(self->search->hooks.nodes);
 }
 
 static PyObject *Searcher_get_seldepth(SearcherObject *self, void *unused) {
@@ -382,41 +229,17 @@ static PyGetSetDef Searcher_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyTypeObject SearcherType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "hackmate_core._calphabeta.Searcher",
-    .tp_doc = "Searcher(slots): search/alphabeta.py's principal variation search in C, with a transposition "
-              "table of that many slots.",
-    .tp_basicsize = sizeof(SearcherObject),
-    .tp_itemsize = 0,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = Searcher_new,
-    .tp_dealloc = (destructor)Searcher_dealloc,
-    .tp_methods = Searcher_methods,
-    .tp_getset = Searcher_getset,
-};
-
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "hackmate_core._calphabeta",
-    .m_doc = "The compiled alpha-beta search of search/alphabeta.py (material and piece-square evaluations).",
-    .m_size = -1,
-};
+static PyTypeObject SearcherType = HB_TYPE(
+    "hackmate_core._calphabeta.Searcher",
+    "Searcher(slots): search/alphabeta.py's principal variation search in C, with a transposition "
+    "table of that many slots.",
+    SearcherObject, Searcher_new, Searcher_dealloc, Searcher_methods, Searcher_getset);
 
 PyMODINIT_FUNC PyInit__calphabeta(void) {
-    cb_init();
-    if (PyType_Ready(&SearcherType) < 0) return NULL;
-    PyObject *m = PyModule_Create(&module);
-    if (!m) return NULL;
-    Py_INCREF(&SearcherType);
-    if (PyModule_AddObject(m, "Searcher", (PyObject *)&SearcherType) < 0
-        || PyModule_AddIntConstant(m, "API_VERSION", API_VERSION) < 0
-        || PyModule_AddIntConstant(m, "MAX_PLY", CAB_MAX_PLY) < 0
-        || PyModule_AddIntConstant(m, "CHECK_NODES_EVERY", CAB_CHECK_NODES_EVERY) < 0
-        || PyModule_AddIntConstant(m, "MATE", CAB_MATE) < 0) {
-        Py_DECREF(&SearcherType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
+    static PyTypeObject *const types[] = {&SearcherType, NULL};
+    static const hb_constant constants[] = {{"API_VERSION", API_VERSION}, {"MAX_PLY", CAB_MAX_PLY},
+                                            {"CHECK_NODES_EVERY", CAB_CHECK_NODES_EVERY}, {"MATE", CAB_MATE}, {NULL, 0}};
+    return hb_create_module("hackmate_core._calphabeta",
+                            "The compiled alpha-beta search of search/alphabeta.py (material and piece-square evaluations).",
+                            NULL, types, constants);
 }

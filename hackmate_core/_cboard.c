@@ -8,6 +8,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "binding.h"
 #include "cboard.h"
 
 /* Raised in the API version when a method changes, so that hackmate_core.compiled refuses a stale build. */
@@ -72,36 +73,33 @@ static long legal_code(BoardObject *self, PyObject *object) {
 
 /* ------------------------------------------------------------------ reading python-chess */
 
-static int read_bitboard(PyObject *board, const char *name, cb_bitboard *out) {
-    PyObject *value = PyObject_GetAttrString(board, name);
+/* The end of reading board.<name> (value: the attribute, NULL when it is missing): 0, or -1 with the exception,
+ * a conversion's replaced by ValueError saying the attribute is not what (when what is given). */
+static int read_attribute_done(PyObject *value, const char *name, const char *what) {
     if (!value) return -1;
-    *out = PyLong_AsUnsignedLongLong(value);
     Py_DECREF(value);
-    if (PyErr_Occurred()) {
-        PyErr_Format(PyExc_ValueError, "board.%s is not a bitboard", name);
-        return -1;
-    }
-    return 0;
+    if (!PyErr_Occurred()) return 0;
+    if (what) PyErr_Format(PyExc_ValueError, "board.%s is not %s", name, what);
+    return -1;
 }
 
+static int read_bitboard(PyObject *board, const char *name, cb_bitboard *out) {
+    PyObject *value = PyObject_GetAttrString(board, name);
+    if (value) *out = PyLong_AsUnsignedLongLong(value);
+    return read_attribute_done(value, name, "a bitboard");
+}
+
+/* An integer attribute, None as -1. */
 static int read_long(PyObject *board, const char *name, long *out) {
     PyObject *value = PyObject_GetAttrString(board, name);
-    if (!value) return -1;
-    *out = value == Py_None ? -1 : PyLong_AsLong(value);
-    Py_DECREF(value);
-    if (PyErr_Occurred()) {
-        PyErr_Format(PyExc_ValueError, "board.%s is not a small integer", name);
-        return -1;
-    }
-    return 0;
+    if (value) *out = value == Py_None ? -1 : PyLong_AsLong(value);
+    return read_attribute_done(value, name, "a small integer");
 }
 
 static int read_flag(PyObject *board, const char *name, int *out) {
     PyObject *value = PyObject_GetAttrString(board, name);
-    if (!value) return -1;
-    *out = PyObject_IsTrue(value);
-    Py_DECREF(value);
-    return *out < 0 ? -1 : 0;
+    if (value) *out = PyObject_IsTrue(value);
+    return read_attribute_done(value, name, NULL);
 }
 
 /* The position of a chess.Board (not a variant): 0, or -1 with ValueError (TypeError: not a board). */
@@ -155,17 +153,8 @@ static int read_position(PyObject *board, cb_position *position) {
         PyErr_SetString(PyExc_ValueError, "a promoted king");
         return -1;
     }
-    if (ep_square < -1 || ep_square > 63) {
-        PyErr_SetString(PyExc_ValueError, "an en-passant square off the board");
-        return -1;
-    }
-    const char *refusal = cb_set(position, pieces, colors[CB_WHITE], colors[CB_BLACK], turn, castling,
-                                 (int)ep_square, halfmove_clock, fullmove_number, chess960);
-    if (refusal) {
-        PyErr_Format(PyExc_ValueError, "the compiled board does not take this position: %s", refusal);
-        return -1;
-    }
-    return 0;
+    return hb_set_position(position, pieces, colors[CB_WHITE], colors[CB_BLACK], turn, castling, ep_square,
+                           halfmove_clock, fullmove_number, chess960);
 }
 
 static int same_position(const cb_position *a, const cb_position *b) {
@@ -273,17 +262,7 @@ static PyObject *Board_copy(BoardObject *self, PyObject *unused) {
 
 static PyObject *Board_legal_moves(BoardObject *self, PyObject *unused) {
     const cb_move *moves = legal_moves(self);
-    PyObject *list = PyList_New(self->legal_count);
-    if (!list) return NULL;
-    for (int i = 0; i < self->legal_count; i++) {
-        PyObject *code = PyLong_FromLong(moves[i]);
-        if (!code) {
-            Py_DECREF(list);
-            return NULL;
-        }
-        PyList_SET_ITEM(list, i, code);
-    }
-    return list;
+    return hb_list(moves, self->legal_count, hb_move_item);
 }
 
 static PyObject *Board_push(BoardObject *self, PyObject *object) {
@@ -420,17 +399,7 @@ static PyObject *Board_is_insufficient_material(BoardObject *self, PyObject *unu
 /* ------------------------------------------------------------------ state */
 
 static PyObject *Board_state(BoardObject *self, PyObject *unused) {
-    const cb_position *p = &self->board.position;
-    PyObject *ep = p->ep_square < 0 ? Py_NewRef(Py_None) : PyLong_FromLong(p->ep_square);
-    if (!ep) return NULL;
-    return Py_BuildValue("(KKKKKKKKOKNii)", (unsigned long long)p->pieces[CB_PAWN],
-                         (unsigned long long)p->pieces[CB_KNIGHT], (unsigned long long)p->pieces[CB_BISHOP],
-                         (unsigned long long)p->pieces[CB_ROOK], (unsigned long long)p->pieces[CB_QUEEN],
-                         (unsigned long long)p->pieces[CB_KING], (unsigned long long)p->colors[CB_WHITE],
-                         (unsigned long long)p->colors[CB_BLACK], p->turn ? Py_True : Py_False,
-                         (unsigned long long)p->castling,
-                         ep, (int)p->halfmove_clock,
-                         (int)p->fullmove_number);
+    return hb_state_tuple(&self->board.position, 0);
 }
 
 static PyObject *Board_get_key(BoardObject *self, void *unused) {
@@ -503,39 +472,17 @@ static PyGetSetDef Board_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyTypeObject BoardType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "hackmate_core._cboard.Board",
-    .tp_doc = "A chess position with its history, python-chess's rules in C. Build one with Board.from_board "
-              "or Board.from_fen.",
-    .tp_basicsize = sizeof(BoardObject),
-    .tp_itemsize = 0,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_dealloc = (destructor)Board_dealloc,
-    .tp_methods = Board_methods,
-    .tp_getset = Board_getset,
-};
-
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "hackmate_core._cboard",
-    .m_doc = "The compiled chess board of hackmate_core (python-chess's rules in C).",
-    .m_size = -1,
-};
+static PyTypeObject BoardType = HB_TYPE(
+    "hackmate_core._cboard.Board",
+    "A chess position with its history, python-chess's rules in C. Build one with Board.from_board "
+    "or Board.from_fen.",
+    BoardObject, NULL, Board_dealloc, Board_methods, Board_getset);
 
 PyMODINIT_FUNC PyInit__cboard(void) {
-    cb_init();
-    if (PyType_Ready(&BoardType) < 0) return NULL;
-    PyObject *m = PyModule_Create(&module);
-    if (!m) return NULL;
-    Py_INCREF(&BoardType);
-    if (PyModule_AddObject(m, "Board", (PyObject *)&BoardType) < 0
-        || PyModule_AddIntConstant(m, "API_VERSION", API_VERSION) < 0
-        || PyModule_AddIntConstant(m, "MAX_MOVES", CB_MAX_MOVES) < 0
-        || PyModule_AddIntConstant(m, "MAX_PERFT_DEPTH", MAX_PERFT_DEPTH) < 0) {
-        Py_DECREF(&BoardType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
+    static PyTypeObject *const types[] = {&BoardType, NULL};
+    static const hb_constant constants[] = {{"API_VERSION", API_VERSION}, {"MAX_MOVES", CB_MAX_MOVES},
+                                            {"MAX_PERFT_DEPTH", MAX_PERFT_DEPTH}, {NULL, 0}};
+    return hb_create_module("hackmate_core._cboard",
+                            "The compiled chess board of hackmate_core (python-chess's rules in C).",
+                            NULL, types, constants);
 }

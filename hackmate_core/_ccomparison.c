@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binding.h"
 #include "ccomp.h"
 #include "ccsearch.h"
 
@@ -127,59 +128,6 @@ static int read_layers(PyObject *object, const char *what, int inputs, cc_layer 
     return (int)count;
 }
 
-static int read_bitboard(PyObject *object, cb_bitboard *out) {
-    *out = PyLong_AsUnsignedLongLong(object);
-    return PyErr_Occurred() ? -1 : 0;
-}
-
-/* A compiled board's state() tuple and chess960 flag into a position the board accepts. */
-static int read_state(PyObject *state, int chess960, cb_position *position) {
-    if (!PyTuple_Check(state) || PyTuple_GET_SIZE(state) != 13) {
-        PyErr_SetString(PyExc_ValueError, "state: expected the 13-tuple of hackmate_core._cboard.Board.state()");
-        return -1;
-    }
-    cb_bitboard pieces[7] = {0}, white, black, castling;
-    for (int type = CB_PAWN; type <= CB_KING; type++)
-        if (read_bitboard(PyTuple_GET_ITEM(state, type - 1), &pieces[type]) < 0) return -1;
-    if (read_bitboard(PyTuple_GET_ITEM(state, 6), &white) < 0 || read_bitboard(PyTuple_GET_ITEM(state, 7), &black) < 0
-        || read_bitboard(PyTuple_GET_ITEM(state, 9), &castling) < 0)
-        return -1;
-    int turn = PyObject_IsTrue(PyTuple_GET_ITEM(state, 8));
-    if (turn < 0) return -1;
-    PyObject *ep_object = PyTuple_GET_ITEM(state, 10);
-    long ep = ep_object == Py_None ? -1 : PyLong_AsLong(ep_object);
-    long halfmove_clock = PyLong_AsLong(PyTuple_GET_ITEM(state, 11));
-    long fullmove_number = PyLong_AsLong(PyTuple_GET_ITEM(state, 12));
-    if (PyErr_Occurred()) return -1;
-    if (ep < -1 || ep > 63) {
-        PyErr_SetString(PyExc_ValueError, "state: an en-passant square off the board");
-        return -1;
-    }
-    const char *refusal = cb_set(position, pieces, white, black, turn, castling, (int)ep, halfmove_clock,
-                                 fullmove_number, chess960);
-    if (refusal) {
-        PyErr_Format(PyExc_ValueError, "the compiled board does not take this position: %s", refusal);
-        return -1;
-    }
-    return 0;
-}
-
-/* A legal move code of the position: 0, or -1 with ValueError. */
-static int read_legal_move(PyObject *object, const cb_position *position, cb_move *move) {
-    long code = PyLong_AsLong(object);
-    if (code == -1 && PyErr_Occurred()) return -1;
-    cb_move moves[CB_MAX_MOVES];
-    int count = cb_legal_moves(position, moves);
-    for (int i = 0; i < count; i++) {
-        if (moves[i] == code) {
-            *move = moves[i];
-            return 0;
-        }
-    }
-    PyErr_Format(PyExc_ValueError, "move code %ld is not a legal move in this position", code);
-    return -1;
-}
-
 static PyObject *features_bytes(const float *features, int size) {
     return PyBytes_FromStringAndSize((const char *)features, (Py_ssize_t)size * (Py_ssize_t)sizeof(float));
 }
@@ -276,7 +224,7 @@ static PyObject *Network_features(NetworkObject *self, PyObject *args) {
     int chess960 = 0;
     if (!PyArg_ParseTuple(args, "O|p:features", &state, &chess960)) return NULL;
     cb_position position;
-    if (read_state(state, chess960, &position) < 0) return NULL;
+    if (hb_read_state(state, chess960, &position) < 0) return NULL;
     int64_t *accumulator = PyMem_Malloc((size_t)self->net.width * sizeof *accumulator);
     float *features = PyMem_Malloc((size_t)cc_feature_floats(&self->net) * sizeof *features);
     PyObject *result = NULL;
@@ -327,21 +275,14 @@ static PyGetSetDef Network_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyTypeObject NetworkType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "hackmate_core._ccomparison.Network",
-    .tp_doc = "Network(first_weight, first_bias, scale, tower, projection, head, out_weight, out_bias): a DeepChess "
-              "comparator as evaluators/comparator.py prepares it: the first layer in fixed point (int64 [773][width] "
-              "and [width], times scale); tower and head: (weight [in][out], bias [out]) float32 pairs, projection "
-              "one such pair with 2 * hidden outputs (a position's two rows of features); out_weight [in] float32 "
-              "and out_bias: the output logits' differences.",
-    .tp_basicsize = sizeof(NetworkObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = Network_new,
-    .tp_dealloc = (destructor)Network_dealloc,
-    .tp_methods = Network_methods,
-    .tp_getset = Network_getset,
-};
+static PyTypeObject NetworkType = HB_TYPE(
+    "hackmate_core._ccomparison.Network",
+    "Network(first_weight, first_bias, scale, tower, projection, head, out_weight, out_bias): a DeepChess "
+    "comparator as evaluators/comparator.py prepares it: the first layer in fixed point (int64 [773][width] "
+    "and [width], times scale); tower and head: (weight [in][out], bias [out]) float32 pairs, projection "
+    "one such pair with 2 * hidden outputs (a position's two rows of features); out_weight [in] float32 "
+    "and out_bias: the output logits' differences.",
+    NetworkObject, Network_new, Network_dealloc, Network_methods, Network_getset);
 
 static int read_network(PyObject *object, NetworkObject **out) {
     if (!PyObject_TypeCheck(object, &NetworkType)) {
@@ -403,7 +344,7 @@ static PyObject *Accumulator_new(PyTypeObject *type, PyObject *args, PyObject *k
     NetworkObject *net;
     if (read_network(network, &net) < 0) return NULL;
     cb_position root;
-    if (read_state(state, chess960, &root) < 0) return NULL;
+    if (hb_read_state(state, chess960, &root) < 0) return NULL;
     AccumulatorObject *self = (AccumulatorObject *)type->tp_alloc(type, 0);
     if (!self) return NULL;
     self->network = (NetworkObject *)Py_NewRef(network);
@@ -418,7 +359,7 @@ static PyObject *Accumulator_new(PyTypeObject *type, PyObject *args, PyObject *k
 
 static PyObject *Accumulator_push(AccumulatorObject *self, PyObject *object) {
     cb_move move;
-    if (read_legal_move(object, &self->positions[self->plies], &move) < 0) return NULL;
+    if (hb_read_legal_move(object, &self->positions[self->plies], &move) < 0) return NULL;
     if (reserve_plies(self, self->plies + 2 > self->capacity ? 2 * self->capacity : self->capacity) < 0) return NULL;
     int width = self->network->net.width;
     cb_position *before = &self->positions[self->plies], *after = before + 1;
@@ -451,18 +392,7 @@ static PyObject *Accumulator_features(AccumulatorObject *self, PyObject *unused)
 
 static PyObject *Accumulator_values(AccumulatorObject *self, PyObject *unused) {
     int width = self->network->net.width;
-    const int64_t *accumulator = self->accumulators + (size_t)self->plies * width;
-    PyObject *list = PyList_New(width);
-    if (!list) return NULL;
-    for (int j = 0; j < width; j++) {
-        PyObject *value = PyLong_FromLongLong(accumulator[j]);
-        if (!value) {
-            Py_DECREF(list);
-            return NULL;
-        }
-        PyList_SET_ITEM(list, j, value);
-    }
-    return list;
+    return hb_list(self->accumulators + (size_t)self->plies * width, width, hb_int64_item);
 }
 
 static PyMethodDef Accumulator_methods[] = {
@@ -474,17 +404,11 @@ static PyMethodDef Accumulator_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject AccumulatorType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "hackmate_core._ccomparison.Accumulator",
-    .tp_doc = "Accumulator(network, state, chess960=False): the network's first layer following moves from the "
-              "position, as the compiled search updates it on make and unmake.",
-    .tp_basicsize = sizeof(AccumulatorObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = Accumulator_new,
-    .tp_dealloc = (destructor)Accumulator_dealloc,
-    .tp_methods = Accumulator_methods,
-};
+static PyTypeObject AccumulatorType = HB_TYPE(
+    "hackmate_core._ccomparison.Accumulator",
+    "Accumulator(network, state, chess960=False): the network's first layer following moves from the "
+    "position, as the compiled search updates it on make and unmake.",
+    AccumulatorObject, Accumulator_new, Accumulator_dealloc, Accumulator_methods, NULL);
 
 /* ------------------------------------------------------------------ Searcher */
 
@@ -492,49 +416,10 @@ typedef struct {
     PyObject_HEAD
     NetworkObject *network;
     cs_search *search;
-    int started;                 /* start() has set a root */
-    int busy;                    /* a search() is running (callbacks may call back in) */
-    PyObject *stopped;           /* borrowed from search()'s arguments while it runs */
-    PyObject *probe;
+    hb_driver driver;            /* the search's context */
 } SearcherObject;
 
 static PyTypeObject SearcherType;
-
-static int call_stopped(void *context, uint64_t nodes) {
-    SearcherObject *self = context;
-    PyObject *result = PyObject_CallFunction(self->stopped, "K", (unsigned long long)nodes);
-    if (!result) return -1;
-    int truth = PyObject_IsTrue(result);
-    Py_DECREF(result);
-    return truth;
-}
-
-/* The tablebase callback gets search/alphabeta.py's state: (pawns .. kings, white, black, turn, ep, clock). */
-static int call_probe(void *context, const cb_position *p, int *outcome) {
-    SearcherObject *self = context;
-    PyObject *ep = p->ep_square < 0 ? Py_NewRef(Py_None) : PyLong_FromLong(p->ep_square);
-    if (!ep) return -1;
-    PyObject *result = PyObject_CallFunction(
-        self->probe, "((KKKKKKKKONi))", (unsigned long long)p->pieces[CB_PAWN],
-        (unsigned long long)p->pieces[CB_KNIGHT], (unsigned long long)p->pieces[CB_BISHOP],
-        (unsigned long long)p->pieces[CB_ROOK], (unsigned long long)p->pieces[CB_QUEEN],
-        (unsigned long long)p->pieces[CB_KING], (unsigned long long)p->colors[CB_WHITE],
-        (unsigned long long)p->colors[CB_BLACK], p->turn ? Py_True : Py_False, ep, (int)p->halfmove_clock);
-    if (!result) return -1;
-    if (result == Py_None) {
-        Py_DECREF(result);
-        return 0;
-    }
-    long value = PyLong_AsLong(result);
-    Py_DECREF(result);
-    if (value == -1 && PyErr_Occurred()) return -1;
-    if (value < -1 || value > 1) {
-        PyErr_Format(PyExc_ValueError, "a tablebase result must be -1, 0, 1 or None, not %ld", value);
-        return -1;
-    }
-    *outcome = (int)value;
-    return 1;
-}
 
 static int read_sizes(long long best_moves, double feature_megabytes) {
     if (best_moves < 1 || best_moves > MAX_BEST_MOVES) {
@@ -576,39 +461,6 @@ static void Searcher_dealloc(SearcherObject *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static int refuse_while_busy(SearcherObject *self) {
-    if (!self->busy) return 0;
-    PyErr_SetString(PyExc_RuntimeError, "the searcher is searching");
-    return -1;
-}
-
-/* Move codes into moves[CB_MAX_MOVES]: their number, or -1 with an exception. */
-static int read_moves(PyObject *object, const char *what, cb_move *moves) {
-    PyObject *sequence = PySequence_Fast(object, what);
-    if (!sequence) return -1;
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(sequence);
-    if (count > CB_MAX_MOVES) {
-        PyErr_Format(PyExc_ValueError, "%s: more than %d moves", what, CB_MAX_MOVES);
-        Py_DECREF(sequence);
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < count; i++) {
-        long code = PyLong_AsLong(PySequence_Fast_GET_ITEM(sequence, i));
-        if (code == -1 && PyErr_Occurred()) {
-            Py_DECREF(sequence);
-            return -1;
-        }
-        if (code < 0 || code > 0xFFFF) {
-            PyErr_Format(PyExc_ValueError, "%s: %ld is not a move code", what, code);
-            Py_DECREF(sequence);
-            return -1;
-        }
-        moves[i] = (cb_move)code;
-    }
-    Py_DECREF(sequence);
-    return (int)count;
-}
-
 static PyObject *Searcher_start(SearcherObject *self, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"state", "chess960", "keys", "allowed", "probe_max_pieces", NULL};
     PyObject *state, *keys_object, *allowed;
@@ -616,44 +468,28 @@ static PyObject *Searcher_start(SearcherObject *self, PyObject *args, PyObject *
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OpOOi:start", keywords, &state, &chess960, &keys_object,
                                      &allowed, &probe_max_pieces))
         return NULL;
-    if (refuse_while_busy(self) < 0) return NULL;
+    if (hb_refuse_while_busy(&self->driver) < 0) return NULL;
     cs_search *s = self->search;
     cb_position root;
-    if (read_state(state, chess960, &root) < 0) return NULL;
-    int allowed_count = allowed == Py_None ? -1 : read_moves(allowed, "allowed", s->allowed);
+    if (hb_read_state(state, chess960, &root) < 0) return NULL;
+    int allowed_count = allowed == Py_None ? -1 : hb_read_moves(allowed, "allowed", s->allowed);
     if (allowed_count < 0 && allowed != Py_None) return NULL;
-    PyObject *sequence = PySequence_Fast(keys_object, "keys: expected a sequence of transposition keys");
-    if (!sequence) return NULL;
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(sequence);
-    uint64_t *keys = count < CB_MAX_PLIES ? PyMem_Malloc((size_t)(count + 1) * sizeof *keys) : NULL;
-    if (!keys) {
-        Py_DECREF(sequence);
-        return count < CB_MAX_PLIES ? PyErr_NoMemory() : PyErr_Format(PyExc_ValueError, "keys: too many");
-    }
-    for (Py_ssize_t i = 0; i < count && !PyErr_Occurred(); i++)
-        keys[i] = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(sequence, i));
-    Py_DECREF(sequence);
-    int status = PyErr_Occurred() ? -1 : cs_start(s, &root, keys, (int)count);
+    uint64_t *keys;
+    Py_ssize_t count = hb_read_keys(keys_object, "keys: expected a sequence of transposition keys", &keys);
+    if (count < 0) return NULL;
+    int status = cs_start(s, &root, keys, (int)count);
     PyMem_Free(keys);
     if (status < 0) return PyErr_Occurred() ? NULL : PyErr_NoMemory();
     s->allowed_count = allowed_count;
-    s->probe_max_pieces = probe_max_pieces;
-    self->started = 1;
+    s->hooks.probe_max_pieces = probe_max_pieces;
+    self->driver.started = 1;
     Py_RETURN_NONE;
 }
 
 /* A leaf as (bound, mate_ply, draw, tablebase_ply, features bytes or None, [move codes]). */
 static PyObject *leaf_tuple(const cs_search *s, const cs_leaf *leaf) {
-    PyObject *pv = PyList_New(leaf->pv_length);
+    PyObject *pv = hb_list(leaf->pv, leaf->pv_length, hb_move_item);
     if (!pv) return NULL;
-    for (int i = 0; i < leaf->pv_length; i++) {
-        PyObject *code = PyLong_FromLong(leaf->pv[i]);
-        if (!code) {
-            Py_DECREF(pv);
-            return NULL;
-        }
-        PyList_SET_ITEM(pv, i, code);
-    }
     PyObject *features = leaf->features ? features_bytes(leaf->features, 2 * s->net->hidden) : Py_NewRef(Py_None);
     if (!features) {
         Py_DECREF(pv);
@@ -670,11 +506,6 @@ static PyObject *Searcher_search(SearcherObject *self, PyObject *args, PyObject 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i(pippp)OO:search", keywords, &depth, &quiescence, &ordering,
                                      &hash_move, &check_extension, &late_move_reductions, &stopped, &probe))
         return NULL;
-    if (refuse_while_busy(self) < 0) return NULL;
-    if (!self->started) {
-        PyErr_SetString(PyExc_RuntimeError, "search() before start()");
-        return NULL;
-    }
     if (depth < 1 || depth > CS_MAX_PLY) {
         PyErr_Format(PyExc_ValueError, "depth must be between 1 and %d", CS_MAX_PLY);
         return NULL;
@@ -683,28 +514,21 @@ static PyObject *Searcher_search(SearcherObject *self, PyObject *args, PyObject 
         PyErr_SetString(PyExc_ValueError, "ordering must be 0 (captures+comparator), 1 (comparator) or 2 (captures)");
         return NULL;
     }
-    if (!PyCallable_Check(stopped) || (probe != Py_None && !PyCallable_Check(probe))) {
-        PyErr_SetString(PyExc_TypeError, "stopped must be callable, probe callable or None");
-        return NULL;
-    }
+    if (hb_enter(&self->driver, stopped, probe) < 0) return NULL;
     cs_search *s = self->search;
     s->quiescence = quiescence;
     s->ordering = ordering;
     s->hash_move = hash_move;
     s->check_extension = check_extension;
     s->late_move_reductions = late_move_reductions;
-    self->stopped = stopped;
-    self->probe = probe == Py_None ? NULL : probe;
-    s->stop = call_stopped;
-    s->probe = self->probe ? call_probe : NULL;
-    s->context = self;
-    self->busy = 1;
+    s->hooks.stop = hb_call_stopped;
+    s->hooks.probe = self->driver.probe ? hb_call_probe : NULL;
+    s->hooks.context = &self->driver;
     Py_INCREF(self);   /* a callback may drop the last other reference */
     cs_leaf leaf;
     int stopped_early = cs_search_root(s, depth, &leaf);
-    self->busy = 0;
-    self->stopped = self->probe = NULL;
-    PyObject *result = s->failed ? NULL : stopped_early ? Py_NewRef(Py_None) : leaf_tuple(s, &leaf);
+    hb_leave(&self->driver);
+    PyObject *result = s->hooks.failed ? NULL : stopped_early ? Py_NewRef(Py_None) : leaf_tuple(s, &leaf);
     Py_DECREF(self);
     return result;
 }
@@ -742,7 +566,7 @@ static PyObject *Searcher_hashfull(SearcherObject *self, PyObject *unused) {
 }
 
 static PyObject *Searcher_get_nodes(SearcherObject *self, void *unused) {
-    return PyLong_FromUnsignedLongLong(self->search->nodes);
+    return PyLong_FromUnsignedLongLong(self->search->hooks.nodes);
 }
 
 static PyObject *Searcher_get_seldepth(SearcherObject *self, void *unused) {
@@ -789,42 +613,19 @@ static PyGetSetDef Searcher_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyTypeObject SearcherType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "hackmate_core._ccomparison.Searcher",
-    .tp_doc = "Searcher(network, best_moves, feature_megabytes): search/comparison.py's search in C, with a "
-              "best-move table of that many entries and a features table of that many megabytes.",
-    .tp_basicsize = sizeof(SearcherObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = Searcher_new,
-    .tp_dealloc = (destructor)Searcher_dealloc,
-    .tp_methods = Searcher_methods,
-    .tp_getset = Searcher_getset,
-};
+static PyTypeObject SearcherType = HB_TYPE(
+    "hackmate_core._ccomparison.Searcher",
+    "Searcher(network, best_moves, feature_megabytes): search/comparison.py's search in C, with a "
+    "best-move table of that many entries and a features table of that many megabytes.",
+    SearcherObject, Searcher_new, Searcher_dealloc, Searcher_methods, Searcher_getset);
 
 /* ------------------------------------------------------------------ the module */
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "hackmate_core._ccomparison",
-    .m_doc = "The compiled DeepChess comparator and comparison search of search/comparison.py.",
-    .m_size = -1,
-};
-
 PyMODINIT_FUNC PyInit__ccomparison(void) {
-    cb_init();
-    if (PyType_Ready(&NetworkType) < 0 || PyType_Ready(&AccumulatorType) < 0 || PyType_Ready(&SearcherType) < 0)
-        return NULL;
-    PyObject *m = PyModule_Create(&module);
-    if (!m) return NULL;
-    if (PyModule_AddObjectRef(m, "Network", (PyObject *)&NetworkType) < 0
-        || PyModule_AddObjectRef(m, "Accumulator", (PyObject *)&AccumulatorType) < 0
-        || PyModule_AddObjectRef(m, "Searcher", (PyObject *)&SearcherType) < 0
-        || PyModule_AddIntConstant(m, "API_VERSION", API_VERSION) < 0
-        || PyModule_AddIntConstant(m, "MAX_PLY", CS_MAX_PLY) < 0
-        || PyModule_AddIntConstant(m, "CHECK_NODES_EVERY", CS_CHECK_NODES_EVERY) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
+    static PyTypeObject *const types[] = {&NetworkType, &AccumulatorType, &SearcherType, NULL};
+    static const hb_constant constants[] = {{"API_VERSION", API_VERSION}, {"MAX_PLY", CS_MAX_PLY},
+                                            {"CHECK_NODES_EVERY", CS_CHECK_NODES_EVERY}, {NULL, 0}};
+    return hb_create_module("hackmate_core._ccomparison",
+                            "The compiled DeepChess comparator and comparison search of search/comparison.py.",
+                            NULL, types, constants);
 }

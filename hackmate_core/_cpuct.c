@@ -15,11 +15,13 @@
 
 #include <math.h>
 
+#include "binding.h"
 #include "cboard.h"
+#include "cexchange.h"
 #include "cpuct.h"
 
 /* Raised when the module's Python API changes, so that search.puct refuses a stale build. */
-#define API_VERSION 8
+#define API_VERSION 9
 
 typedef struct {
     PyObject_HEAD
@@ -67,14 +69,6 @@ static PositionObject *new_position(const cb_position *position, int last_move) 
     return self;
 }
 
-static int legal_in(const cb_position *position, long code) {
-    cb_move moves[CB_MAX_MOVES];
-    int count = cb_legal_moves(position, moves);
-    for (int i = 0; i < count; i++)
-        if (moves[i] == code) return 1;
-    return 0;
-}
-
 /* ------------------------------------------------------------------ Position */
 
 static PyObject *position_new(PyObject *module, PyObject *args) {
@@ -88,36 +82,21 @@ static PyObject *position_new(PyObject *module, PyObject *args) {
     cb_bitboard bitboards[7];
     for (int i = 0; i < 7; i++) bitboards[i] = pieces[i];
     cb_position position;
-    const char *refusal = cb_set(&position, bitboards, white, black, turn, castling, ep_square, halfmove_clock,
-                                 fullmove_number, chess960);
-    if (refusal) return PyErr_Format(PyExc_ValueError, "the compiled board does not take this position: %s",
-                                     refusal);
+    if (hb_set_position(&position, bitboards, white, black, turn, castling, ep_square, halfmove_clock,
+                        fullmove_number, chess960) < 0)
+        return NULL;
     return (PyObject *)new_position(&position, -1);
 }
 
 static PyObject *Position_make(PositionObject *self, PyObject *object) {
-    long code = PyLong_AsLong(object);
-    if (code == -1 && PyErr_Occurred()) return NULL;
-    if (code < 0 || code > 0xFFFF || !legal_in(&self->position, code))
-        return PyErr_Format(PyExc_ValueError, "move code %ld is not a legal move in this position", code);
+    cb_move move;
+    if (hb_read_legal_move(object, &self->position, &move) < 0) return NULL;
     cb_position child = self->position;
-    cb_make(&child, (cb_move)code, 1);
-    return (PyObject *)new_position(&child, (int)code);
+    cb_make(&child, move, 1);
+    return (PyObject *)new_position(&child, (int)move);
 }
 
-static PyObject *position_state(const cb_position *p) {
-    PyObject *ep = p->ep_square < 0 ? Py_NewRef(Py_None) : PyLong_FromLong(p->ep_square);
-    if (!ep) return NULL;
-    return Py_BuildValue("(KKKKKKKKOKNiiO)", (unsigned long long)p->pieces[CB_PAWN],
-                         (unsigned long long)p->pieces[CB_KNIGHT], (unsigned long long)p->pieces[CB_BISHOP],
-                         (unsigned long long)p->pieces[CB_ROOK], (unsigned long long)p->pieces[CB_QUEEN],
-                         (unsigned long long)p->pieces[CB_KING], (unsigned long long)p->colors[CB_WHITE],
-                         (unsigned long long)p->colors[CB_BLACK], p->turn ? Py_True : Py_False,
-                         (unsigned long long)p->castling, ep, (int)p->halfmove_clock, (int)p->fullmove_number,
-                         p->chess960 ? Py_True : Py_False);
-}
-
-static PyObject *Position_state(PositionObject *self, PyObject *unused) { return position_state(&self->position); }
+static PyObject *Position_state(PositionObject *self, PyObject *unused) { return hb_state_tuple(&self->position, 1); }
 
 static PyObject *Position_get_key(PositionObject *self, void *unused) {
     return PyLong_FromUnsignedLongLong(self->position.key);
@@ -137,15 +116,10 @@ static PyGetSetDef Position_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyTypeObject PositionType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "hackmate_core._cpuct.Position",
-    .tp_doc = "A compiled board position kept in a PUCT node (made by position() or Position.make()).",
-    .tp_basicsize = sizeof(PositionObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_methods = Position_methods,
-    .tp_getset = Position_getset,
-};
+static PyTypeObject PositionType = HB_TYPE(
+    "hackmate_core._cpuct.Position",
+    "A compiled board position kept in a PUCT node (made by position() or Position.make()).",
+    PositionObject, NULL, NULL, Position_methods, Position_getset);
 
 /* ------------------------------------------------------------------ Leaf */
 
@@ -213,14 +187,10 @@ static void Game_dealloc(GameObject *self) {
     PyObject_Free(self);
 }
 
-static PyTypeObject GameType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "hackmate_core._cpuct.Game",
-    .tp_doc = "What a search's leaves take from the game before its root (made by game()).",
-    .tp_basicsize = sizeof(GameObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_dealloc = (destructor)Game_dealloc,
-};
+static PyTypeObject GameType = HB_TYPE(
+    "hackmate_core._cpuct.Game",
+    "What a search's leaves take from the game before its root (made by game()).",
+    GameObject, NULL, Game_dealloc, NULL, NULL);
 
 /* ------------------------------------------------------------------ Leaf */
 
@@ -250,7 +220,7 @@ static PyObject *leaf_new(PyObject *module, PyObject *args) {
         goto done;
     }
     const cb_position *parent = tree[length - 1 - (length > 1)];
-    if (length > 1 && (code > 0xFFFF || !legal_in(parent, code))) {
+    if (length > 1 && (code > 0xFFFF || !hb_is_legal(parent, code))) {
         PyErr_Format(PyExc_ValueError, "move code %ld is not a legal move in the leaf's parent", code);
         goto done;
     }
@@ -305,19 +275,7 @@ static PyObject *Leaf_get_mate_in_one(LeafObject *self, void *unused) {
 }
 
 static PyObject *Leaf_get_moves(LeafObject *self, void *unused) {
-    if (!self->moves) {
-        PyObject *list = PyList_New(self->count);
-        if (!list) return NULL;
-        for (int i = 0; i < self->count; i++) {
-            PyObject *item = PyLong_FromLong(self->legal[i]);
-            if (!item) {
-                Py_DECREF(list);
-                return NULL;
-            }
-            PyList_SET_ITEM(list, i, item);
-        }
-        self->moves = list;
-    }
+    if (!self->moves && !(self->moves = hb_list(self->legal, self->count, hb_move_item))) return NULL;
     return Py_NewRef(self->moves);
 }
 
@@ -332,24 +290,10 @@ static PyObject *Leaf_get_cache_key(LeafObject *self, void *unused) {
     return Py_BuildValue("(Ki)", (unsigned long long)self->position.key, clock);
 }
 
-static PyObject *double_list(const double *values, int count) {
-    PyObject *list = PyList_New(count);
-    if (!list) return NULL;
-    for (int i = 0; i < count; i++) {
-        PyObject *item = PyFloat_FromDouble(values[i]);
-        if (!item) {
-            Py_DECREF(list);
-            return NULL;
-        }
-        PyList_SET_ITEM(list, i, item);
-    }
-    return list;
-}
-
 static PyObject *Leaf_get_gains(LeafObject *self, void *unused) {
     double gains[CB_MAX_MOVES];
     cp_tactical_gains(&self->position, self->legal, self->count, gains);
-    return double_list(gains, self->count);
+    return hb_list(gains, self->count, hb_double_item);
 }
 
 static PyObject *Leaf_gain_weights(LeafObject *self, PyObject *temperature) {
@@ -358,7 +302,7 @@ static PyObject *Leaf_gain_weights(LeafObject *self, PyObject *temperature) {
     double gains[CB_MAX_MOVES], weights[CB_MAX_MOVES];
     cp_tactical_gains(&self->position, self->legal, self->count, gains);
     cp_gain_weights(gains, self->count, divisor, weights);
-    return double_list(weights, self->count);
+    return hb_list(weights, self->count, hb_double_item);
 }
 
 /* The binary planes as the network takes them, one byte (0 or 1) a square: square s of plane p at p * 64 + s,
@@ -494,20 +438,15 @@ static PyGetSetDef Leaf_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyTypeObject LeafType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "hackmate_core._cpuct.Leaf",
-    .tp_doc = "A new leaf of a PUCT tree (made by leaf()).",
-    .tp_basicsize = sizeof(LeafObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_dealloc = (destructor)Leaf_dealloc,
-    .tp_methods = Leaf_methods,
-    .tp_getset = Leaf_getset,
-};
+static PyTypeObject LeafType = HB_TYPE(
+    "hackmate_core._cpuct.Leaf",
+    "A new leaf of a PUCT tree (made by leaf()).",
+    LeafObject, NULL, Leaf_dealloc, Leaf_methods, Leaf_getset);
 
 /* ------------------------------------------------------------------ selection */
 
-/* search.puct.Node's slots, read at their offsets (the class is bound once by bind_node()). */
+/* The node layout hackmate_core.tree declares (TreeNode's slots, NODE_SLOTS), read at their offsets in any instance
+ * of the class bind_node() was given (hackmate_core.compiled binds TreeNode once; a search's nodes derive from it). */
 enum { SLOT_PRIOR, SLOT_MOVES, SLOT_PRIORS, SLOT_CHILDREN, SLOT_VISITS, SLOT_VALUE_SUM, SLOT_DRAW_SUM, SLOT_VIRTUAL,
        SLOT_VISITED_POLICY, SLOT_TERMINAL, SLOT_COUNT };
 static const char *const SLOT_NAMES[SLOT_COUNT] = {"prior", "moves", "priors", "children", "visits", "value_sum",
@@ -517,7 +456,7 @@ static PyTypeObject *node_type;
 static Py_ssize_t slot_offsets[SLOT_COUNT];
 
 static PyObject *bind_node(PyObject *module, PyObject *type) {
-    if (!PyType_Check(type)) return PyErr_Format(PyExc_TypeError, "bind_node() takes the node class");
+    if (!PyType_Check(type)) return PyErr_Format(PyExc_TypeError, "bind_node() takes the node layout's class");
     Py_ssize_t offsets[SLOT_COUNT];
     for (int i = 0; i < SLOT_COUNT; i++) {
         PyObject *descr = PyDict_GetItemString(((PyTypeObject *)type)->tp_dict, SLOT_NAMES[i]);
@@ -536,6 +475,11 @@ static PyObject *bind_node(PyObject *module, PyObject *type) {
     Py_XSETREF(node_type, (PyTypeObject *)Py_NewRef(type));
     memcpy(slot_offsets, offsets, sizeof offsets);
     Py_RETURN_NONE;
+}
+
+/* Whether object is a node of the bound layout (an instance of the bound class or of a class derived from it). */
+static inline int is_node(PyObject *object) {
+    return node_type && (Py_TYPE(object) == node_type || PyType_IsSubtype(Py_TYPE(object), node_type));
 }
 
 /* A node's slot (borrowed), NULL with an exception when it is unset. */
@@ -578,7 +522,7 @@ static PyObject *pick_child(PyObject *node, int full, double cpuct, double fpu_r
     Py_ssize_t created = PyList_GET_SIZE(children);
     for (Py_ssize_t i = 0; i < created; i++) {
         PyObject *child = PyList_GET_ITEM(children, i);
-        if (Py_TYPE(child) != node_type) return PyErr_Format(PyExc_TypeError, "a child is not a node");
+        if (!is_node(child)) return PyErr_Format(PyExc_TypeError, "a child is not a node");
         PyObject *terminal = slot(child, SLOT_TERMINAL);
         if (!terminal) return NULL;
         if (terminal != Py_None) {
@@ -631,7 +575,7 @@ static int set_slot(PyObject *node, int index, PyObject *value) {
 static int backup_path(PyObject *path, double value, double draw) {
     Py_ssize_t length = PyList_GET_SIZE(path);
     for (Py_ssize_t i = 0; i < length; i++)
-        if (!node_type || Py_TYPE(PyList_GET_ITEM(path, i)) != node_type) {
+        if (!is_node(PyList_GET_ITEM(path, i))) {
             PyErr_SetString(PyExc_TypeError, "a path holds bound nodes only");
             return -1;
         }
@@ -669,7 +613,7 @@ static PyObject *backup(PyObject *module, PyObject *args) {
 /* search.puct.PuctSearch._expand for move codes: the moves sorted by prior, highest first, ties in their order
  * (Python's stable sort), as array("H") and array("f"). */
 static int expand_node(PyObject *node, PyObject *codes, PyObject *policy) {
-    if (!node_type || Py_TYPE(node) != node_type) {
+    if (!is_node(node)) {
         PyErr_SetString(PyExc_TypeError, "expand() takes a bound node");
         return -1;
     }
@@ -734,7 +678,7 @@ static int add_virtual(PyObject *path, long amount) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(path); i++) {
         PyObject *node = PyList_GET_ITEM(path, i);
         long virtual_loss;
-        if (!node_type || Py_TYPE(node) != node_type) {
+        if (!is_node(node)) {
             PyErr_SetString(PyExc_TypeError, "a path holds bound nodes only");
             return -1;
         }
@@ -805,7 +749,7 @@ static PyObject *select_path(PyObject *module, PyObject *args) {
     int full;
     double cpuct, fpu_reduction;
     if (!PyArg_ParseTuple(args, "OpddO:select", &root, &full, &cpuct, &fpu_reduction, &create)) return NULL;
-    if (!node_type || Py_TYPE(root) != node_type) return PyErr_Format(PyExc_TypeError, "select() takes a bound node");
+    if (!is_node(root)) return PyErr_Format(PyExc_TypeError, "select() takes a bound node");
     PyObject *path = PyList_New(1);
     if (!path) return NULL;
     PyList_SET_ITEM(path, 0, Py_NewRef(root));
@@ -820,7 +764,7 @@ static PyObject *select_path(PyObject *module, PyObject *args) {
             Py_DECREF(child);
             break;  /* a full tree and nothing created here yet: this node is the leaf */
         }
-        if (Py_TYPE(child) != node_type) {
+        if (!is_node(child)) {
             Py_DECREF(child);
             PyErr_SetString(PyExc_TypeError, "create() did not return a node");
             goto fail;
@@ -834,6 +778,38 @@ static PyObject *select_path(PyObject *module, PyObject *args) {
 fail:
     Py_DECREF(path);
     return NULL;
+}
+
+/* ------------------------------------------------------------------ tables */
+
+static PyObject *int_tuple(const int *values, int count) {
+    PyObject *tuple = PyTuple_New(count);
+    for (int i = 0; tuple && i < count; i++) {
+        PyObject *value = PyLong_FromLong(values[i]);
+        if (!value) Py_CLEAR(tuple);
+        else PyTuple_SET_ITEM(tuple, i, value);
+    }
+    return tuple;
+}
+
+static PyObject *step_tuple(const int steps[8][2]) {
+    PyObject *tuple = PyTuple_New(8);
+    for (int i = 0; tuple && i < 8; i++) {
+        PyObject *step = int_tuple(steps[i], 2);
+        if (!step) Py_CLEAR(tuple);
+        else PyTuple_SET_ITEM(tuple, i, step);
+    }
+    return tuple;
+}
+
+/* The tables the C repeats from Python, for the test that holds them equal (tests/test_compiled_tables.py). */
+static PyObject *tables(PyObject *module, PyObject *unused) {
+    return Py_BuildValue("{s:N,s:N,s:d,s:N,s:N,s:{s:i,s:i,s:i},s:i,s:i,s:i}",
+                         "piece_values", int_tuple(CX_PIECE_VALUES, 7), "mvv", int_tuple(CX_MVV, 7),
+                         "check_bonus", CP_CHECK_BONUS_CP, "queen_directions", step_tuple(CP_QUEEN_DIRECTIONS),
+                         "knight_deltas", step_tuple(CP_KNIGHT_DELTAS), "binary_planes", "planes18", CP_PLANES18,
+                         "lc0-112", CP_LC0_PLANES, "features36", CP_FEATURES, "lc0_history", CP_LC0_HISTORY,
+                         "lc0_block", CP_LC0_BLOCK, "last_moves", CP_LAST_MOVES);
 }
 
 /* ------------------------------------------------------------------ module */
@@ -854,8 +830,9 @@ static PyMethodDef module_methods[] = {
      "with a `state` Position from the root on; code -1 with a path of the root alone: the root itself); "
      "game: the search's Game (the repetition rules, the history planes)."},
     {"bind_node", bind_node, METH_O,
-     "bind_node(cls): the node class whose slots select() reads (prior, moves, priors, children, visits, "
-     "value_sum, virtual, visited_policy, terminal)."},
+     "bind_node(cls): the class of the node layout (hackmate_core.tree.TreeNode) whose slots select(), expand(), "
+     "backup(), add_virtual() and settle() read and write, in its instances and those of classes derived from it; "
+     "TypeError where it lacks one of them."},
     {"backup", backup, METH_VARARGS,
      "backup(path, value, draw): search.puct.PuctSearch._backup's updates of the path's nodes (value from the "
      "leaf's side to move)."},
@@ -872,32 +849,25 @@ static PyMethodDef module_methods[] = {
      "select(root, full, cpuct, fpu_reduction, create): the path of nodes from root to the leaf PUCT selection "
      "reaches, as search.puct.PuctSearch._pick_child picks each child (the same arithmetic); create(node, index) "
      "makes and returns the child of node.moves[index] when its first visit comes."},
+    {"tables", tables, METH_NOARGS,
+     "tables(): the tables the C repeats from Python: piece_values and mvv by piece type "
+     "(hackmate_core.exchange), check_bonus (evaluators.material.CHECK_BONUS_CP), queen_directions and "
+     "knight_deltas as (rank, file) steps (evaluators.moves), binary_planes by encoding, lc0_history and "
+     "lc0_block (evaluators.encoding.lc0_history's positions and bitboards each), last_moves "
+     "(evaluators.encoding.FEATURES_LAST_MOVES)."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "hackmate_core._cpuct",
-    .m_doc = "PUCT's per-leaf work on the compiled chess board.",
-    .m_size = -1,
-    .m_methods = module_methods,
-};
-
 PyMODINIT_FUNC PyInit__cpuct(void) {
-    cb_init();
     for (int byte = 0; byte < 256; byte++)
         for (int file = 0; file < 8; file++) rank_bytes[byte][file] = (char)((byte >> file) & 1);
-    if (PyType_Ready(&PositionType) < 0 || PyType_Ready(&LeafType) < 0 || PyType_Ready(&GameType) < 0) return NULL;
-    state_name = PyUnicode_InternFromString("state");
-    if (!state_name) return NULL;
+    if (!(state_name = PyUnicode_InternFromString("state"))) return NULL;
     static const char *const evaluation_names[4] = {"value", "draw", "moves", "policy"};
     for (int i = 0; i < 4; i++)
         if (!(evaluation_name[i] = PyUnicode_InternFromString(evaluation_names[i]))) return NULL;
-    PyObject *m = PyModule_Create(&module);
-    if (!m) return NULL;
-    if (PyModule_AddIntConstant(m, "API_VERSION", API_VERSION) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
+    static PyTypeObject *const types[] = {&PositionType, &LeafType, &GameType, NULL};  /* made by the functions */
+    static const hb_constant constants[] = {{"API_VERSION", API_VERSION}, {NULL, 0}};
+    return hb_create_module("hackmate_core._cpuct",
+                            "PUCT's per-leaf work on the compiled chess board.",
+                            module_methods, types, constants);
 }

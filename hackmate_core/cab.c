@@ -4,16 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cexchange.h"
 #include "polyglot_keys.h"
 
-
-static const int MVV[7] = {0, 1, 3, 3, 5, 9, 0};   /* hackmate_core.exchange.MVV */
-
-static inline int popcount64(cb_bitboard b) {
-    int count = 0;
-    for (; b; b &= b - 1) count++;
-    return count;
-}
 
 static inline int lsb64(cb_bitboard b) {
     int square = 0;
@@ -25,10 +18,8 @@ static inline int lsb64(cb_bitboard b) {
 }
 
 #if defined(__GNUC__) || defined(__clang__)
-#define POPCOUNT(b) __builtin_popcountll(b)
 #define LSB(b) __builtin_ctzll(b)
 #else
-#define POPCOUNT(b) popcount64(b)
 #define LSB(b) lsb64(b)
 #endif
 
@@ -43,8 +34,7 @@ int cab_table_init(cab_table *table, uint64_t size) {
 
 void cab_table_free(cab_table *table) {
     free(table->slots);
-    table->slots = NULL;
-    table->size = 0;
+    *table = (cab_table){0};
 }
 
 void cab_table_clear(cab_table *table) {
@@ -103,7 +93,7 @@ int cab_evaluate(const cab_search *s, const cb_position *p) {
     for (int type = CB_PAWN; type <= CB_KING; type++) {
         cb_bitboard white = p->pieces[type] & p->colors[CB_WHITE], black = p->pieces[type] & p->colors[CB_BLACK];
         if (s->flat_evaluation) {
-            score += s->evaluation[CB_WHITE][type][0] * POPCOUNT(white) - s->evaluation[CB_BLACK][type][0] * POPCOUNT(black);
+            score += s->evaluation[CB_WHITE][type][0] * cb_popcount(white) - s->evaluation[CB_BLACK][type][0] * cb_popcount(black);
             continue;
         }
         for (; white; white &= white - 1) score += s->evaluation[CB_WHITE][type][LSB(white)];
@@ -115,14 +105,7 @@ int cab_evaluate(const cab_search *s, const cb_position *p) {
 /* ------------------------------------------------------------------ keys and rules */
 
 int cab_set_keys(cab_search *s, const uint64_t *keys, int count) {
-    int capacity = count + CAB_MAX_PLY + 8;
-    if (capacity > s->key_capacity) {
-        uint64_t *grown = realloc(s->keys, (size_t)capacity * sizeof *grown);
-        if (!grown) return -1;
-        s->keys = grown;
-        s->key_capacity = capacity;
-    }
-    if (count) memcpy(s->keys, keys, (size_t)count * sizeof *keys);
+    if (cb_copy_keys(&s->keys, &s->key_capacity, keys, count, CAB_MAX_PLY + 8) < 0) return -1;
     s->key_count = s->root_index = count;
     return 0;
 }
@@ -158,24 +141,6 @@ static void make_null(cb_position *p) {
     p->base_key ^= CB_POLYGLOT[780];  /* the transposition key (p->key) is not used by the search */
 }
 
-/* chess.Board.is_en_passant */
-static inline int is_en_passant(const cb_position *p, cb_move move) {
-    int from = CB_FROM(move), to = CB_TO(move), difference = to > from ? to - from : from - to;
-    return p->ep_square == to && (p->pieces[CB_PAWN] & CB_BIT(from)) && (difference == 7 || difference == 9)
-           && !(p->pieces[0] & CB_BIT(to));
-}
-
-/* chess.Board.is_capture */
-static inline int is_capture(const cb_position *p, cb_move move) {
-    return (CB_BIT(CB_TO(move)) & p->colors[!p->turn]) || is_en_passant(p, move);
-}
-
-/* hackmate_core.exchange.mvv_lva */
-static inline int mvv_lva(const cb_position *p, cb_move move) {
-    int victim = cb_piece_type_at(p, CB_TO(move)), attacker = cb_piece_type_at(p, CB_FROM(move));
-    return 10 * MVV[victim ? victim : CB_PAWN] - MVV[attacker ? attacker : CB_PAWN];
-}
-
 /* Python's list.sort(reverse=True) by score: stable, highest first. */
 static void sort_moves(cb_move *moves, int64_t *scores, int count) {
     for (int i = 1; i < count; i++) {
@@ -195,17 +160,9 @@ static void sort_moves(cb_move *moves, int64_t *scores, int count) {
 
 /* Count a node and look at the limits (AlphaBetaSearch._check_stop): nonzero when the search must unwind. */
 static int count_node(cab_search *s) {
-    s->nodes++;
-    if (s->nodes % CAB_CHECK_NODES_EVERY == 0) {
-        int stop = s->stop(s->context, s->nodes);
-        if (stop) {
-            s->aborted = 1;
-            s->failed = stop < 0;
-            return 1;
-        }
-    }
-    if (s->max_nodes >= 0 && s->nodes >= (uint64_t)s->max_nodes) {
-        s->aborted = 1;
+    if (cb_count_node(&s->hooks, CAB_CHECK_NODES_EVERY)) return 1;
+    if (s->max_nodes >= 0 && s->hooks.nodes >= (uint64_t)s->max_nodes) {
+        s->hooks.aborted = 1;
         return 1;
     }
     return 0;
@@ -230,8 +187,8 @@ static int quiescence(cab_search *s, const cb_position *p, int alpha, int beta, 
         int64_t *scores = s->order[ply];
         int captures = 0;
         for (int i = 0; i < count; i++) {
-            if (!is_capture(p, moves[i])) continue;
-            scores[captures] = mvv_lva(p, moves[i]);
+            if (!cx_is_capture(p, moves[i])) continue;
+            scores[captures] = cx_mvv_lva(p, moves[i]);
             moves[captures++] = moves[i];
         }
         count = captures;
@@ -241,7 +198,7 @@ static int quiescence(cab_search *s, const cb_position *p, int alpha, int beta, 
         cb_position child = *p;
         cb_make(&child, moves[i], 0);
         int score = -quiescence(s, &child, -beta, -alpha, ply + 1);
-        if (s->aborted) return 0;
+        if (s->hooks.aborted) return 0;
         if (score > best) {
             best = score;
             if (score > alpha) {
@@ -263,7 +220,7 @@ static int ordered_moves(cab_search *s, const cb_position *p, cb_move tt_move, i
     for (int i = 0; i < count; i++) {
         cb_move move = moves[i];
         if (move == tt_move) scores[i] = 10000000;
-        else if (CB_BIT(CB_TO(move)) & theirs) scores[i] = 1000000 + mvv_lva(p, move);
+        else if (CB_BIT(CB_TO(move)) & theirs) scores[i] = 1000000 + cx_mvv_lva(p, move);
         else if (CB_PROMOTION(move)) scores[i] = 900000 + CB_PROMOTION(move);
         else if (move == killers[0]) scores[i] = 800000;
         else if (move == killers[1]) scores[i] = 700000;
@@ -301,19 +258,14 @@ static int negamax(cab_search *s, const cb_position *p, int depth, int alpha, in
         if (alpha < -CAB_MATE + ply) alpha = -CAB_MATE + ply;
         if (beta > CAB_MATE - ply - 1) beta = CAB_MATE - ply - 1;
         if (alpha >= beta) return alpha;
-        if (s->probe && !p->castling && POPCOUNT(p->pieces[0]) <= s->probe_max_pieces) {
-            int result, found = s->probe(s->context, p, &result);
-            if (found < 0) {
-                s->aborted = s->failed = 1;
-                return 0;
+        int result, found = cb_probe(&s->hooks, p, &result);
+        if (found < 0) return 0;
+        if (found) {
+            if (result < 0 && cb_checkers(p)) {
+                if (count < 0) count = cb_legal_moves(p, s->moves[ply]);
+                if (!count) return -CAB_MATE + ply;
             }
-            if (found) {
-                if (result < 0 && cb_checkers(p)) {
-                    if (count < 0) count = cb_legal_moves(p, s->moves[ply]);
-                    if (!count) return -CAB_MATE + ply;
-                }
-                return result == 0 ? 0 : result > 0 ? CAB_TB_WIN - ply : -CAB_TB_WIN + ply;
-            }
+            return result == 0 ? 0 : result > 0 ? CAB_TB_WIN - ply : -CAB_TB_WIN + ply;
         }
     }
     if (ply >= CAB_MAX_PLY) return cab_evaluate(s, p);
@@ -338,7 +290,7 @@ static int negamax(cab_search *s, const cb_position *p, int depth, int alpha, in
         s->keys[s->key_count++] = key;
         int score = -negamax(s, &child, depth - 3, -beta, -beta + 1, ply + 1, 0, 0);
         s->key_count--;
-        if (s->aborted) return 0;
+        if (s->hooks.aborted) return 0;
         if (score >= beta) return beta;
     }
 
@@ -352,7 +304,7 @@ static int negamax(cab_search *s, const cb_position *p, int depth, int alpha, in
     for (int i = 0; i < count; i++) {
         cb_move move = moves[i];
         if (ply == 0 && root_skips(s, move)) continue;
-        int capture = is_capture(p, move);
+        int capture = cx_is_capture(p, move);
         cb_position child = *p;
         cb_make(&child, move, 1);
         int gives_check = cb_checkers(&child) != 0;
@@ -364,10 +316,10 @@ static int negamax(cab_search *s, const cb_position *p, int depth, int alpha, in
             if (depth >= 3 && searched >= 3 && !capture && !gives_check && !in_check && !CB_PROMOTION(move))
                 reduction = searched < 8 ? 1 : 2;
             score = -negamax(s, &child, new_depth - reduction, -alpha - 1, -alpha, ply + 1, 0, 1);
-            if (!s->aborted && score > alpha && (reduction || pv_node))
+            if (!s->hooks.aborted && score > alpha && (reduction || pv_node))
                 score = -negamax(s, &child, new_depth, -beta, -alpha, ply + 1, pv_node, 1);
         }
-        if (s->aborted) return 0;   /* the keys are set afresh by the next root search */
+        if (s->hooks.aborted) return 0;   /* the keys are set afresh by the next root search */
         searched++;
         if (score > best_score) {
             best_score = score;
@@ -402,7 +354,7 @@ static int negamax(cab_search *s, const cb_position *p, int depth, int alpha, in
 }
 
 int cab_search_root(cab_search *s, int depth) {
-    s->aborted = s->failed = 0;
+    s->hooks.aborted = s->hooks.failed = 0;
     s->key_count = s->root_index;
     return negamax(s, &s->root, depth, -CAB_INF, CAB_INF, 0, 1, 1);
 }

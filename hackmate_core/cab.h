@@ -44,11 +44,6 @@ typedef struct {
     int generation;
 } cab_table;
 
-/* Whether the search must stop now (nonzero), or -1 when the callback failed. */
-typedef int (*cab_stop_callback)(void *context, uint64_t nodes);
-/* A tablebase result for the position (+1, 0, -1 into *result): 1 when found, 0 when not covered, -1 failed. */
-typedef int (*cab_probe_callback)(void *context, const cb_position *position, int *result);
-
 typedef struct {
     cab_table *table;
     int32_t evaluation[2][7][64];       /* centipawns of a piece of [colour][type] on [square] */
@@ -66,15 +61,9 @@ typedef struct {
     int excluded_count;
     cb_move allowed[CB_MAX_MOVES];      /* the root moves the search may play, when allowed_count >= 0 */
     int allowed_count;
-    uint64_t nodes;
     int64_t max_nodes;                  /* -1: none */
     int seldepth;
-    int aborted;                        /* stopped, or a callback failed (failed says which) */
-    int failed;
-    cab_stop_callback stop;
-    cab_probe_callback probe;           /* NULL: no tablebases */
-    int probe_max_pieces;
-    void *context;
+    cb_hooks hooks;
 } cab_search;
 
 /* A table of size slots (at least 1): 0, or -1 out of memory. */

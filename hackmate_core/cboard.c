@@ -672,6 +672,17 @@ void cb_board_free(cb_board *board) {
     board->plies = board->capacity = 0;
 }
 
+int cb_copy_keys(uint64_t **keys, int *capacity, const uint64_t *from, int count, int room) {
+    if (count + room > *capacity) {
+        uint64_t *grown = realloc(*keys, (size_t)(count + room) * sizeof *grown);
+        if (!grown) return -1;
+        *keys = grown;
+        *capacity = count + room;
+    }
+    if (count) memcpy(*keys, from, (size_t)count * sizeof *from);
+    return 0;
+}
+
 static int reserve(cb_board *board, int capacity) {
     if (capacity <= board->capacity) return 0;
     if (capacity > CB_MAX_PLIES) return -1;

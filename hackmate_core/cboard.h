@@ -63,6 +63,56 @@ static inline int cb_piece_type_at(const cb_position *p, int square) {
     return 0;
 }
 
+static inline int cb_popcount(cb_bitboard b) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_popcountll(b);
+#else
+    int count = 0;
+    for (; b; b &= b - 1) count++;
+    return count;
+#endif
+}
+
+/* ------------------------------------------------------------------ a search's caller (cab.h, ccsearch.h) */
+
+/* Whether the search must stop now (nonzero), or -1 when the callback failed. */
+typedef int (*cb_stop_callback)(void *context, uint64_t nodes);
+/* A tablebase result for the position (+1, 0, -1 into *result): 1 when found, 0 when not covered, -1 failed. */
+typedef int (*cb_probe_callback)(void *context, const cb_position *position, int *result);
+
+/* What a compiled search shares with its caller: the node count, the callbacks with their context, and whether
+ * the search was stopped. */
+typedef struct {
+    uint64_t nodes;
+    int aborted;                        /* stopped, or a callback failed (failed says which) */
+    int failed;
+    cb_stop_callback stop;
+    cb_probe_callback probe;            /* NULL: no tablebases */
+    int probe_max_pieces;
+    void *context;
+} cb_hooks;
+
+/* Count a node, asking stop() every `every` nodes: nonzero when the search must unwind. */
+static inline int cb_count_node(cb_hooks *hooks, uint64_t every) {
+    if (++hooks->nodes % every) return 0;
+    int stop = hooks->stop(hooks->context, hooks->nodes);
+    if (!stop) return 0;
+    hooks->aborted = 1;
+    hooks->failed = stop < 0;
+    return 1;
+}
+
+/* The tablebases on a position without castling rights and of at most probe_max_pieces pieces: 1 with *result,
+ * 0 when there are none or they do not cover it, -1 when the callback failed (aborted and failed then set). */
+static inline int cb_probe(cb_hooks *hooks, const cb_position *p, int *result) {
+    if (!hooks->probe || p->castling || cb_popcount(p->pieces[0]) > hooks->probe_max_pieces) return 0;
+    int found = hooks->probe(hooks->context, p, result);
+    if (found < 0) hooks->aborted = hooks->failed = 1;
+    return found;
+}
+
+/* ------------------------------------------------------------------ a board with its history */
+
 typedef struct {
     cb_position position;      /* the current position */
     cb_position *history;      /* history[i]: the position before moves[i] */
@@ -104,6 +154,9 @@ uint64_t cb_perft(const cb_position *position, int depth);
 /* A board: init empties it (no memory held), free releases its history. */
 void cb_board_init(cb_board *board, const cb_position *position);
 void cb_board_free(cb_board *board);
+/* A search's line of keys: count keys copied into *keys (grown with realloc to at least count + room, *capacity
+ * its size) so that the search may add room more after them; 0, or -1 out of memory (*keys kept). */
+int cb_copy_keys(uint64_t **keys, int *capacity, const uint64_t *from, int count, int room);
 /* A copy of source's history and position into an initialised target; 0 on success, -1 out of memory. */
 int cb_board_copy(cb_board *target, const cb_board *source);
 /* Make a legal move, keeping the position before it: 0 on success, -1 out of memory or history full. */

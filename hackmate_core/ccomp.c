@@ -249,8 +249,7 @@ void cc_workspace_free(cc_workspace *work) {
     free(work->x);
     free(work->y);
     free(work->masks);
-    work->x = work->y = NULL;
-    work->masks = NULL;
+    *work = (cc_workspace){0};
 }
 
 /* The float32 sum of the products of x and weight (n values): lane l adds those of inputs l, l + CC_LANES, ... in
@@ -314,10 +313,7 @@ int cc_cache_init(cc_cache *cache, uint64_t slots, int size) {
     cache->checks = cache->keys ? malloc((size_t)slots * 8 * sizeof *cache->checks) : NULL;
     cache->values = cache->checks ? malloc((size_t)slots * (size_t)size * sizeof(float)) : NULL;
     if (!cache->values) {
-        free(cache->keys);
-        free(cache->checks);
-        cache->keys = cache->checks = NULL;
-        cache->slots = 0;
+        cc_cache_free(cache);
         return -1;
     }
     cache->slots = slots;
@@ -329,9 +325,7 @@ void cc_cache_free(cc_cache *cache) {
     free(cache->keys);
     free(cache->checks);
     free(cache->values);
-    cache->keys = cache->checks = NULL;
-    cache->values = NULL;
-    cache->slots = 0;
+    *cache = (cc_cache){0};
 }
 
 void cc_cache_clear(cc_cache *cache) {

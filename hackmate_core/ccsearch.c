@@ -4,20 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* hackmate_core.exchange: PIECE_VALUES, MVV and the king's worth in an exchange */
-static const int PIECE_VALUES[7] = {0, 100, 320, 330, 500, 900, 0};
-static const int MVV[7] = {0, 1, 3, 3, 5, 9, 0};
-#define SEE_KING 20000
+#include "cexchange.h"
 
-static inline int popcount64(cb_bitboard b) {
-#if defined(__GNUC__) || defined(__clang__)
-    return __builtin_popcountll(b);
-#else
-    int count = 0;
-    for (; b; b &= b - 1) count++;
-    return count;
-#endif
-}
+/* hackmate_core.exchange: the king's worth in an exchange */
+#define SEE_KING 20000
 
 /* ------------------------------------------------------------------ the best-move table (hackmate_core.lru) */
 
@@ -47,9 +37,7 @@ int cs_lru_init(cs_lru *lru, int32_t capacity) {
 void cs_lru_free(cs_lru *lru) {
     free(lru->entries);
     free(lru->index);
-    lru->entries = NULL;
-    lru->index = NULL;
-    lru->capacity = lru->count = 0;
+    *lru = (cs_lru){0};
 }
 
 void cs_lru_clear(cs_lru *lru) {
@@ -141,26 +129,8 @@ int cs_lru_resize(cs_lru *lru, int32_t capacity) {
 
 /* ------------------------------------------------------------------ rules and static exchange */
 
-/* chess.Board.is_en_passant */
-static inline int is_en_passant(const cb_position *p, cb_move move) {
-    int from = CB_FROM(move), to = CB_TO(move), difference = to > from ? to - from : from - to;
-    return p->ep_square == to && (p->pieces[CB_PAWN] & CB_BIT(from)) && (difference == 7 || difference == 9)
-           && !(p->pieces[0] & CB_BIT(to));
-}
-
-/* chess.Board.is_capture */
-static inline int is_capture(const cb_position *p, cb_move move) {
-    return (CB_BIT(CB_TO(move)) & p->colors[!p->turn]) || is_en_passant(p, move);
-}
-
-/* hackmate_core.exchange.mvv_lva */
-static inline int mvv_lva(const cb_position *p, cb_move move) {
-    int victim = cb_piece_type_at(p, CB_TO(move)), attacker = cb_piece_type_at(p, CB_FROM(move));
-    return 10 * MVV[victim ? victim : CB_PAWN] - MVV[attacker ? attacker : CB_PAWN];
-}
-
 static inline int see_value(int type) {
-    return type == CB_KING ? SEE_KING : PIECE_VALUES[type];
+    return type == CB_KING ? SEE_KING : CX_PIECE_VALUES[type];
 }
 
 /* hackmate_core.exchange.see */
@@ -169,16 +139,16 @@ static int see(const cb_position *p, cb_move move) {
     if (!attacker) return 0;
     cb_bitboard occupied = p->pieces[0] ^ CB_BIT(CB_FROM(move));
     int captured;
-    if (is_en_passant(p, move)) {
+    if (cx_is_en_passant(p, move)) {
         captured = CB_PAWN;
         occupied ^= CB_BIT(p->turn == CB_WHITE ? to - 8 : to + 8);
     } else {
         captured = cb_piece_type_at(p, to);
     }
     int gains[40], count = 1, on_square = attacker;
-    gains[0] = captured ? PIECE_VALUES[captured] : 0;
+    gains[0] = captured ? CX_PIECE_VALUES[captured] : 0;
     if (CB_PROMOTION(move)) {
-        gains[0] += PIECE_VALUES[CB_PROMOTION(move)] - PIECE_VALUES[CB_PAWN];
+        gains[0] += CX_PIECE_VALUES[CB_PROMOTION(move)] - CX_PIECE_VALUES[CB_PAWN];
         on_square = CB_PROMOTION(move);
     }
     occupied |= CB_BIT(to);
@@ -206,7 +176,7 @@ static int see(const cb_position *p, cb_move move) {
 /* hackmate_core.exchange.keeps_material */
 static int keeps_material(const cb_position *p, cb_move move) {
     int taker = cb_piece_type_at(p, CB_FROM(move)), victim = cb_piece_type_at(p, CB_TO(move));
-    return PIECE_VALUES[taker ? taker : CB_PAWN] <= PIECE_VALUES[victim ? victim : CB_PAWN] || see(p, move) >= 0;
+    return CX_PIECE_VALUES[taker ? taker : CB_PAWN] <= CX_PIECE_VALUES[victim ? victim : CB_PAWN] || see(p, move) >= 0;
 }
 
 /* Python's sort(reverse=True) by key (and numpy's stable argsort of -key): highest first, ties in order. */
@@ -342,15 +312,7 @@ static inline void draw_leaf(const cs_search *s, int ply, cs_leaf *out) {
 
 /* ComparisonSearch._count_node: nonzero when the search must unwind. */
 static int count_node(cs_search *s, int ply) {
-    s->nodes++;
-    if (s->nodes % CS_CHECK_NODES_EVERY == 0) {
-        int stop = s->stop(s->context, s->nodes);
-        if (stop) {
-            s->aborted = 1;
-            s->failed = stop < 0;
-            return 1;
-        }
-    }
+    if (cb_count_node(&s->hooks, CS_CHECK_NODES_EVERY)) return 1;
     if (ply > s->seldepth) s->seldepth = ply;
     return 0;
 }
@@ -378,24 +340,16 @@ static int terminal(cs_search *s, int ply, int count, cs_leaf *out) {
         draw_leaf(s, ply, out);
         return 1;
     }
-    if (s->probe && !p->castling && popcount64(p->pieces[0]) <= s->probe_max_pieces) {
-        int result, found = s->probe(s->context, p, &result);
-        if (found < 0) {
-            s->aborted = s->failed = 1;
-            return -1;
-        }
-        if (found) {
-            if (result == 0) {
-                draw_leaf(s, ply, out);
-            } else {
-                *out = NO_LEAF;
-                out->tablebase_ply = (result > 0) == (p->turn == CB_WHITE) ? ply : -ply;
-                out->pv = s->slots[ply][0].pv;
-            }
-            return 1;
-        }
+    int result, found = cb_probe(&s->hooks, p, &result);
+    if (found <= 0) return found;
+    if (result == 0) {
+        draw_leaf(s, ply, out);
+    } else {
+        *out = NO_LEAF;
+        out->tablebase_ply = (result > 0) == (p->turn == CB_WHITE) ? ply : -ply;
+        out->pv = s->slots[ply][0].pv;
     }
-    return 0;
+    return 1;
 }
 
 static int alphabeta(cs_search *s, int depth, int ply, const cs_leaf *alpha, const cs_leaf *beta,
@@ -417,7 +371,7 @@ static int ordered(cs_search *s, int ply, int count) {
     for (int i = 0; i < count; i++) s->children[ply][i] = NULL;
     if (s->ordering == CS_ORDER_CAPTURES) {
         for (int i = 0; i < count; i++)
-            keys[i] = moves[i] == hash_move ? 1000 : is_capture(p, moves[i]) ? 100 + mvv_lva(p, moves[i]) : 0;
+            keys[i] = moves[i] == hash_move ? 1000 : cx_is_capture(p, moves[i]) ? 100 + cx_mvv_lva(p, moves[i]) : 0;
         sort_moves(moves, NULL, keys, count);
         return count;
     }
@@ -426,8 +380,8 @@ static int ordered(cs_search *s, int ply, int count) {
     for (int i = 0; i < count; i++) {
         keys[i] = 0.0;
         if (moves[i] == hash_move) keys[i] = 3.0;
-        else if (s->ordering == CS_ORDER_CAPTURES_COMPARATOR && is_capture(p, moves[i]) && keeps_material(p, moves[i]))
-            keys[i] = 1.0 + mvv_lva(p, moves[i]) / 100.0;
+        else if (s->ordering == CS_ORDER_CAPTURES_COMPARATOR && cx_is_capture(p, moves[i]) && keeps_material(p, moves[i]))
+            keys[i] = 1.0 + cx_mvv_lva(p, moves[i]) / 100.0;
         first += keys[i] > 0.0;
     }
     sort_moves(moves, NULL, keys, count);
@@ -489,7 +443,7 @@ static int expand(cs_search *s, int ply, int qply, int count, int ready, const f
         if (i == ready) finish_order(s, ply, ready, count, features);
         cb_move move = moves[i];
         const float *child = qply < 0 ? s->children[ply][i] : NULL;
-        int reduce = reducible && i >= CS_FULL_DEPTH_MOVES && !CB_PROMOTION(move) && !is_capture(p, move);
+        int reduce = reducible && i >= CS_FULL_DEPTH_MOVES && !CB_PROMOTION(move) && !cx_is_capture(p, move);
         push(s, ply, move);
         if (reduce && cb_checkers(&s->stack[ply + 1])) reduce = 0;
         cs_leaf leaf;
@@ -574,7 +528,7 @@ static int quiescence(cs_search *s, int ply, int qply, const cs_leaf *alpha, con
             position_leaf(s, ply, features, out);
             return 0;
         }
-        for (int i = 0; i < count; i++) keys[i] = is_capture(p, moves[i]) ? mvv_lva(p, moves[i]) : -100;
+        for (int i = 0; i < count; i++) keys[i] = cx_is_capture(p, moves[i]) ? cx_mvv_lva(p, moves[i]) : -100;
         sort_moves(moves, NULL, keys, count);
         return expand(s, ply, qply, count, count, NULL, *alpha, *beta, NULL, 0, 0, out);
     }
@@ -602,7 +556,7 @@ static int quiescence(cs_search *s, int ply, int qply, const cs_leaf *alpha, con
         if (!((theirs & CB_BIT(to)) || (to == p->ep_square && (p->pieces[CB_PAWN] & CB_BIT(CB_FROM(moves[i]))))))
             continue;
         if (!keeps_material(p, moves[i])) continue;
-        keys[captures] = mvv_lva(p, moves[i]);
+        keys[captures] = cx_mvv_lva(p, moves[i]);
         moves[captures++] = moves[i];
     }
     sort_moves(moves, NULL, keys, captures);
@@ -665,24 +619,17 @@ void cs_destroy(cs_search *s) {
 }
 
 int cs_start(cs_search *s, const cb_position *root, const uint64_t *keys, int count) {
-    int capacity = count + CS_PLIES;
-    if (capacity > s->key_capacity) {
-        uint64_t *grown = realloc(s->keys, (size_t)capacity * sizeof *grown);
-        if (!grown) return -1;
-        s->keys = grown;
-        s->key_capacity = capacity;
-    }
-    if (count) memcpy(s->keys, keys, (size_t)count * sizeof *keys);
+    if (cb_copy_keys(&s->keys, &s->key_capacity, keys, count, CS_PLIES) < 0) return -1;
     s->key_count = count;
     s->stack[0] = *root;
     cc_accumulate(s->net, root, s->accumulators);
     s->accumulated[0] = 1;
-    s->nodes = 0;
+    s->hooks.nodes = 0;
     return 0;
 }
 
 int cs_search_root(cs_search *s, int depth, cs_leaf *result) {
-    s->aborted = s->failed = 0;
+    s->hooks.aborted = s->hooks.failed = 0;
     s->iteration_depth = depth;
     s->seldepth = 0;
     s->arena_top = 0;

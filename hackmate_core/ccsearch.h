@@ -80,11 +80,6 @@ cb_move cs_lru_get(cs_lru *lru, uint64_t key);
 /* Store move for key as the most recent, the least recent evicted beyond the capacity. */
 void cs_lru_put(cs_lru *lru, uint64_t key, cb_move move);
 
-/* Whether the search must stop now (nonzero), or -1 when the callback failed. */
-typedef int (*cs_stop_callback)(void *context, uint64_t nodes);
-/* A tablebase result for the position (+1, 0, -1 into *result): 1 when found, 0 when not covered, -1 failed. */
-typedef int (*cs_probe_callback)(void *context, const cb_position *position, int *result);
-
 typedef struct {
     const cc_network *net;
     int size;                            /* floats a position's features take (cc_feature_floats) */
@@ -117,14 +112,8 @@ typedef struct {
     int key_count, key_capacity;
     cb_move allowed[CB_MAX_MOVES];       /* the root moves the search may play, when allowed_count >= 0 */
     int allowed_count;
-    uint64_t nodes;
     int seldepth;
-    int aborted;                         /* stopped, or a callback failed (failed says which) */
-    int failed;
-    cs_stop_callback stop;
-    cs_probe_callback probe;             /* NULL: no tablebases */
-    int probe_max_pieces;
-    void *context;
+    cb_hooks hooks;
 } cs_search;
 
 /* A search over net with tables of these sizes: NULL out of memory. */

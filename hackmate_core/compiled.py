@@ -19,13 +19,14 @@ from typing import Optional
 import chess
 
 from hackmate_core.rules import PLAIN_MOVES
+from hackmate_core.tree import TreeNode
 
 #: The environment variable that forces the pure-Python path when set to anything but "" or "0".
 PURE_PYTHON_VARIABLE = "HACKMATE_PURE_PYTHON"
 #: The compiled parts, by module name: what each is, and the API_VERSION this code was written against (a build of
 #: older sources is not used).
 EXTENSIONS = {"_cboard": ("the compiled board", 1), "_calphabeta": ("the compiled alpha-beta search", 1),
-              "_cpuct": ("the compiled PUCT leaves", 8), "_ccomparison": ("the compiled comparison search", 1)}
+              "_cpuct": ("the compiled PUCT leaves", 9), "_ccomparison": ("the compiled comparison search", 1)}
 #: Whether the environment asks for the pure-Python path (then its use is no fallback).
 FORCED_PURE_PYTHON = os.environ.get(PURE_PYTHON_VARIABLE, "") not in ("", "0")
 #: What rebuilds them.
@@ -58,6 +59,8 @@ ACTIVE = cboard is not None
 calphabeta, _alphabeta_problem = _load("_calphabeta") if ACTIVE else (None, None)
 cpuct, _puct_problem = _load("_cpuct") if ACTIVE else (None, None)
 ccomparison, _comparison_problem = _load("_ccomparison") if ACTIVE else (None, None)
+if cpuct is not None:
+    cpuct.bind_node(TreeNode)  # the node layout the compiled PUCT reads and writes (TypeError: a slot is missing)
 #: Why a compiled part is not in use (the engine says it once as an ``info string``), or None when all are.
 why_not = _board_problem or "; ".join(
     problem for problem in (_alphabeta_problem, _puct_problem, _comparison_problem) if problem) or None

@@ -3,6 +3,8 @@
 
 #include <math.h>
 
+#include "cexchange.h"
+
 #define FULL (~(cb_bitboard)0)
 #define RANK_1 0x00000000000000FFULL
 #define RANK_8 0xFF00000000000000ULL
@@ -10,9 +12,8 @@
 #define FILE_H 0x8080808080808080ULL
 #define LIGHT_SQUARES 0x55AA55AA55AA55AAULL
 
-/* evaluators.material / hackmate_core.exchange */
-static const int PIECE_VALUES[7] = {0, 100, 320, 330, 500, 900, 0};
-static const double CHECK_BONUS_CP = 150.0;
+/* evaluators.material.CHECK_BONUS_CP */
+const double CP_CHECK_BONUS_CP = 150.0;
 
 int cp_result(const cb_position *leaf, int legal_count) {
     if (!legal_count) return cb_checkers(leaf) ? CB_CHECKMATED : CB_DRAWN;
@@ -44,13 +45,6 @@ int cp_mate_in_one(const cb_position *p, const cb_move *moves, int count) {
     return 0;
 }
 
-/* chess.Board.is_en_passant */
-static int is_en_passant(const cb_position *p, cb_move move) {
-    int from = CB_FROM(move), to = CB_TO(move), difference = to > from ? to - from : from - to;
-    return p->ep_square == to && (p->pieces[CB_PAWN] & CB_BIT(from)) && (difference == 7 || difference == 9)
-           && !(p->pieces[0] & CB_BIT(to));
-}
-
 void cp_gain_weights(const double *gains, int count, double temperature, double *weights) {
     double top = count ? gains[0] : 0.0;
     for (int i = 1; i < count; i++)
@@ -64,16 +58,16 @@ void cp_tactical_gains(const cb_position *p, const cb_move *moves, int count, do
     for (int i = 0; i < count; i++) {
         cb_move move = moves[i];
         int to = CB_TO(move), promotion = CB_PROMOTION(move);
-        gains[i] = cb_gives_check(p, move) ? CHECK_BONUS_CP : 0.0;
+        gains[i] = cb_gives_check(p, move) ? CP_CHECK_BONUS_CP : 0.0;
         if (!(CB_BIT(to) & targets) && !promotion) continue;
         /* the same operations in the same order as the Python (an int and a double make a double) */
         if (CB_BIT(to) & theirs) {
-            int taken = PIECE_VALUES[cb_piece_type_at(p, to)];
-            gains[i] += (double)taken - (double)PIECE_VALUES[cb_piece_type_at(p, CB_FROM(move))] / 10.0;
-        } else if (to == p->ep_square && is_en_passant(p, move)) {
-            gains[i] += (double)PIECE_VALUES[CB_PAWN] * 0.9;
+            int taken = CX_PIECE_VALUES[cb_piece_type_at(p, to)];
+            gains[i] += (double)taken - (double)CX_PIECE_VALUES[cb_piece_type_at(p, CB_FROM(move))] / 10.0;
+        } else if (to == p->ep_square && cx_is_en_passant(p, move)) {
+            gains[i] += (double)CX_PIECE_VALUES[CB_PAWN] * 0.9;
         }
-        if (promotion) gains[i] += (double)(PIECE_VALUES[promotion] - PIECE_VALUES[CB_PAWN]);
+        if (promotion) gains[i] += (double)(CX_PIECE_VALUES[promotion] - CX_PIECE_VALUES[CB_PAWN]);
     }
 }
 
@@ -103,7 +97,7 @@ void cp_planes18(const cb_position *p, const cb_move *moves, int count, uint64_t
     out[16] = 0;
     if (p->ep_square >= 0) {  /* chess.Board.has_legal_en_passant, from the legal moves at hand */
         for (int i = 0; i < count; i++) {
-            if (is_en_passant(p, moves[i])) {
+            if (cx_is_en_passant(p, moves[i])) {
                 out[16] = CB_BIT(p->ep_square);
                 break;
             }
@@ -229,8 +223,8 @@ uint64_t cp_digest(const uint64_t *words, int count) {
 }
 
 /* evaluators.moves: the AlphaZero 8x8x73 planes; (rank, file) steps in their order */
-static const int QUEEN_DIRECTIONS[8][2] = {{1, 0}, {1, 1}, {0, 1}, {-1, 1}, {-1, 0}, {-1, -1}, {0, -1}, {1, -1}};
-static const int KNIGHT_DELTAS[8][2] = {{2, 1}, {1, 2}, {-1, 2}, {-2, 1}, {-2, -1}, {-1, -2}, {1, -2}, {2, -1}};
+const int CP_QUEEN_DIRECTIONS[8][2] = {{1, 0}, {1, 1}, {0, 1}, {-1, 1}, {-1, 0}, {-1, -1}, {0, -1}, {1, -1}};
+const int CP_KNIGHT_DELTAS[8][2] = {{2, 1}, {1, 2}, {-1, 2}, {-2, 1}, {-2, -1}, {-1, -2}, {1, -2}, {2, -1}};
 
 static int sign(int x) { return (x > 0) - (x < 0); }
 
@@ -259,14 +253,14 @@ int cp_policy_slot(const cb_position *p, cb_move move, int conventions) {
     } else {
         int knight = -1;
         for (int i = 0; i < 8; i++)
-            if (KNIGHT_DELTAS[i][0] == dr && KNIGHT_DELTAS[i][1] == df) knight = i;
+            if (CP_KNIGHT_DELTAS[i][0] == dr && CP_KNIGHT_DELTAS[i][1] == df) knight = i;
         if (knight >= 0) {
             plane = 56 + knight;
         } else {
             int distance = dr > 0 ? dr : -dr, files = df > 0 ? df : -df;
             if (files > distance) distance = files;
             for (int i = 0; i < 8; i++)
-                if (QUEEN_DIRECTIONS[i][0] == sign(dr) && QUEEN_DIRECTIONS[i][1] == sign(df))
+                if (CP_QUEEN_DIRECTIONS[i][0] == sign(dr) && CP_QUEEN_DIRECTIONS[i][1] == sign(df))
                     plane = i * 7 + distance - 1;
         }
     }

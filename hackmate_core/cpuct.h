@@ -31,6 +31,13 @@
 #define CP_KING_TAKES_ROOK 1
 #define CP_OWN_QUEEN_SLOT 2
 
+/* The tables the policy slots and tactical gains are made with (tests/test_compiled_tables.py checks them equal to
+ * Python's): evaluators.moves.QUEEN_DIRECTIONS and KNIGHT_DELTAS as (rank, file) steps, and
+ * evaluators.material.CHECK_BONUS_CP. */
+extern const int CP_QUEEN_DIRECTIONS[8][2];
+extern const int CP_KNIGHT_DELTAS[8][2];
+extern const double CP_CHECK_BONUS_CP;
+
 /* A leaf's line: the game's positions in order, the first known of them before the search's root (index 0 the
  * game's first position when first is set), then the tree's from the root (tree[0]) to the leaf (the last). */
 typedef struct {

@@ -68,6 +68,7 @@ from hackmate_core.boards import BoardState, state_stack, truncate_history
 from hackmate_core.options import Option
 from hackmate_core.rules import LegalMoves, game_result, legal_moves, mate_in_one
 from hackmate_core.score import mated_score, mating_score, q_to_cp, q_to_wdl, score_wdl, tablebase_score
+from hackmate_core.tree import TreeNode
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult
 from search.stoppers import Progress
 
@@ -88,16 +89,16 @@ SWITCH_INTERVAL_S = 0.0005
 _cpuct = compiled.cpuct
 
 
-class Node:
-    """A tree node. ``value_sum`` is from the point of view of the side that moved into it.
+class Node(TreeNode):
+    """A tree node, in the layout :class:`hackmate_core.tree.TreeNode` declares for the compiled PUCT, with the
+    search's own slots. ``value_sum`` is from the point of view of the side that moved into it.
 
     Expanded, a node holds its legal ``moves`` (as :func:`move_code`) and
     their ``priors`` sorted by prior, and ``children``: the nodes of its first
     ``len(children)`` moves, those selection has picked so far.
     """
 
-    __slots__ = ("move", "prior", "moves", "priors", "children", "visits", "value_sum", "draw_sum", "virtual",
-                 "visited_policy", "terminal", "plies", "state")
+    __slots__ = ("move", "plies", "state")
 
     def __init__(self, move: Optional[chess.Move], prior: float) -> None:
         self.move = move
@@ -138,10 +139,6 @@ def _compiled_position(board: chess.Board) -> Any:
                            board.queens, board.kings, board.occupied_co[chess.WHITE], board.occupied_co[chess.BLACK],
                            board.turn, board.clean_castling_rights(), -1 if ep_square is None else ep_square,
                            board.halfmove_clock, board.fullmove_number, board.chess960)
-
-
-if _cpuct is not None:
-    _cpuct.bind_node(Node)
 
 
 class Batch:
