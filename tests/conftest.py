@@ -42,13 +42,11 @@ class EngineProcess:
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
-        assert self.proc.stdout is not None
         for line in self.proc.stdout:
             self._queue.put(line.rstrip("\n"))
         self._queue.put(None)
 
     def send(self, line: str) -> None:
-        assert self.proc.stdin is not None
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
 
@@ -178,7 +176,6 @@ def driver():
 
 def lines_until_bestmove(process: subprocess.Popen, commands: str) -> list[str]:
     """Send ``commands`` to an engine process and read its lines, stripped, up to and including `bestmove`."""
-    assert process.stdin is not None and process.stdout is not None
     process.stdin.write(commands)
     process.stdin.flush()
     lines = []

@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from training.__main__ import cli
+from training.configs import AgreementConfig
 from training.data.heldout import Selection, select_positions, wilson_interval
 from training.data.split import game_identity
 from training.uci.agreement import BAD_ANSWER, ENGINE_CRASHED, NO_MOVE, ask_engine, parse_options
@@ -212,12 +213,24 @@ def test_an_option_the_engine_lacks_is_a_clear_error(pgn, fake_engine):
     assert result.exit_code == 1 and "NoSuchOption" in result.output and "Traceback" not in result.output
 
 
-def test_the_engine_end_to_end(games, pgn):
+def test_the_engine_end_to_end(games, pgn, driver):
+    """The command's count is the engine's own: the same positions asked of an in-process engine with the same
+    options agree as often."""
     result = CliRunner().invoke(cli, ["agreement", str(pgn), "--all-games", "--count", "4", "--option",
                                       "Evaluator=material", "--workers", "2", "--json"])
     assert result.exit_code == 0, result.output
     figures = json.loads(result.stdout)  # the progress bars go to stderr
-    assert figures["agreement"]["positions"] == 4 and 0 <= figures["agreement"]["agreed"] <= 4
+    selection = select_positions([pgn], from_ply=AgreementConfig.from_ply, count=4, seed=AgreementConfig.seed,
+                                 period=None)
+    engine = driver()
+    engine.send(*(f"setoption name {name} value {value}" for name, value in figures["settings"]["options"].items()))
+    agreed = 0
+    for number, ply in selection.samples:
+        moves = [move.uci() for move in selection.games[number].moves]
+        engine.send("ucinewgame", "position startpos moves " + " ".join(moves[:ply]))
+        agreed += engine.go("go nodes 1").split()[1] == moves[ply]
+    assert figures["agreement"]["positions"] == 4 and figures["agreement"]["agreed"] == agreed
+    assert figures["agreement"]["percent"] == 25 * agreed
     assert not any(figures["failures"].values())
     assert figures["settings"]["options"] == {"TacticalPriors": "0", "MaterialBlend": "0", "Evaluator": "material"}
     assert figures["eligible"] == {"games_read": len(games), "games_in_split": len(games),

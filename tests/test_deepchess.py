@@ -21,6 +21,7 @@ from evaluators.base import LoadError  # noqa: E402
 from evaluators.comparator import ComparatorEvaluator  # noqa: E402
 from search.base import SearchControl  # noqa: E402
 from search.comparison import ComparisonSearch  # noqa: E402
+from tests.exported import assert_engine_plays_comparator  # noqa: E402
 from evaluators.material import MaterialEvaluator, quiescence_cp  # noqa: E402
 from training.deepchess import (DeepChessConfig, evaluate, load_network, prepare_data, read_games,  # noqa: E402
                                 run_pipeline)
@@ -220,8 +221,8 @@ def tiny_comparator(tmp_path_factory):
 
 def test_tiny_pipeline_reports_every_figure(tiny_comparator):
     onnx_path, report = tiny_comparator
-    assert set(report["accuracy"]) == {"full", "distilled", "small_from_scratch"}
-    assert all(0.0 <= a <= 1.0 for a in report["accuracy"].values())
+    assert report["accuracy"] == {network: report["evaluation"]["validation"][network]["won_lost"]
+                                  for network in ("full", "distilled", "small_from_scratch")}
     assert report["data"]["siblings"]["train_pairs"] > 0 and report["data"]["siblings"]["share"] == 0.5
     assert report["data"]["decisive_games"] == 6 and report["data"]["games"] == 12
     figures = report["evaluation"]["validation"]
@@ -234,9 +235,10 @@ def test_tiny_pipeline_reports_every_figure(tiny_comparator):
     assert evaluate(load_network(onnx_path), validation) == pytest.approx(figures["distilled"])
 
 
-def test_engine_plays_a_legal_game_with_the_trained_comparator(tiny_comparator):
+def test_engine_plays_a_legal_game_with_the_trained_comparator(tiny_comparator, driver):
     """The engine process plays with the trained comparator; in process, the engine says which backend and weights
-    it loaded: weights that did not load would have left the shipped network, or material, in their place."""
+    it loaded (weights that did not load would have left the shipped network, or material, in their place), and the
+    comparator it loaded prefers what the pipeline's PyTorch student prefers."""
     import chess.engine
     engine = chess.engine.SimpleEngine.popen_uci(
         [sys.executable, "-m", "engine", "--eval", "comparator", "--search", "comparison",
@@ -249,11 +251,11 @@ def test_engine_plays_a_legal_game_with_the_trained_comparator(tiny_comparator):
             board.push(move)
     finally:
         engine.quit()
-    from tests.uci_inprocess import Driver
-    driver = Driver("--eval", "comparator", "--search", "comparison", "--weights", str(tiny_comparator[0]))
-    assert driver.go("go depth 1").split()[1] in {move.uci() for move in chess.Board().legal_moves}
-    assert driver.engine.backend_names == ("comparator", "comparison")
-    assert driver.engine.loaded_weights == {"comparator": str(tiny_comparator[0])}
+    engine = driver("--eval", "comparator", "--search", "comparison", "--weights", str(tiny_comparator[0]))
+    assert engine.go("go depth 1").split()[1] in {move.uci() for move in chess.Board().legal_moves}
+    assert engine.engine.backend_names == ("comparator", "comparison")
+    assert engine.engine.loaded_weights == {"comparator": str(tiny_comparator[0])}
+    assert_engine_plays_comparator(driver, tiny_comparator[0], tiny_comparator[0].parent / "run" / "student.pt")
 
 
 def test_incremental_accumulator_matches_full_recomputation(tiny_comparator):

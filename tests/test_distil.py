@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch", reason="the training extra (torch) is not i
 from click.testing import CliRunner  # noqa: E402
 
 from evaluators.moves import move_to_index  # noqa: E402
-from tests.exported import engine_network  # noqa: E402
+from tests.exported import assert_engine_plays_resnet, engine_network  # noqa: E402
 from tests.test_labelling import write_synthetic  # noqa: E402
 from training.configs import DistilConfig, TrainConfig  # noqa: E402
 from training.data import shards  # noqa: E402
@@ -81,6 +81,7 @@ def test_a_student_trained_on_distilled_targets_plays_the_teachers_moves(tiny_ne
     distilled = shards.best_moves(shards.load_dir(targets)[0])
     assert np.mean(distilled == np.array(taught)) >= 0.95  # the targets are the teacher's moves (up to near ties)
     assert np.mean(np.array(top_moves(engine_network(driver, "resnet", student))) == np.array(taught)) >= 0.7
+    assert_engine_plays_resnet(driver, student, checkpoint)  # the student's export gives its PyTorch outputs
 
 
 def test_an_interrupted_distillation_resumes_and_other_settings_are_refused(tiny_network, tmp_path, monkeypatch):

@@ -83,10 +83,9 @@ def test_train_grows_its_init_network_when_asked(tiny_network, tmp_path):
                           device="cpu", init=str(weights), grow=True), progress=False)
 
 
-def test_an_se_network_trains_exports_and_plays_as_its_pt(tiny_network, tmp_path):
-    import numpy as np
-
+def test_an_se_network_trains_exports_and_plays_as_its_pt(tiny_network, tmp_path, driver):
     from evaluators.resnet import ResNetEvaluator
+    from tests.exported import assert_engine_plays_resnet
     from training.resnet.export import export_resnet
     from training.resnet.onnx_import import import_onnx
     checkpoint, weights, _, _ = tiny_network
@@ -102,6 +101,7 @@ def test_an_se_network_trains_exports_and_plays_as_its_pt(tiny_network, tmp_path
     policy, wdl = ResNetEvaluator(path).run(inputs)
     np.testing.assert_allclose(policy, expected[0].numpy(), atol=1e-4)
     np.testing.assert_allclose(wdl, torch.softmax(expected[1], 1).numpy(), atol=1e-5)
+    assert_engine_plays_resnet(driver, path, tmp_path / "se" / "checkpoint.pt")  # loaded by the engine, and the same
     with pytest.raises(WeightsError, match="not the requested 1x8 network with 18 input planes$"):
         load_network(tmp_path / "se" / "checkpoint.pt", expect={"blocks": 1, "squeeze": 0})
     with pytest.raises(ValueError, match="SE units is not rebuilt from its ONNX graph"):

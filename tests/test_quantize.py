@@ -10,15 +10,15 @@ from tests.conftest import FIXTURES, ROOT
 pytest.importorskip("onnx", reason="quantisation needs the training extra (onnx)")
 
 
-def test_quantized_network_loads_in_the_engine_and_stays_close(tiny_network, tmp_path):
-    from evaluators.resnet import ResNetEvaluator
+def test_quantized_network_loads_in_the_engine_and_stays_close(tiny_network, tmp_path, driver):
     from engine.network_comparison import outputs, pgn_positions
+    from tests.exported import engine_network
     from training.resnet.quantize import quantize
     network = tiny_network[2]
     boards = pgn_positions(FIXTURES / "games.pgn", 200)
     quantized = tmp_path / "int8.onnx"
     quantize(network, quantized, boards[:100])
-    evaluation = ResNetEvaluator(quantized).evaluate(boards[150])  # metadata kept: the engine accepts the file
+    evaluation = engine_network(driver, "resnet", quantized).evaluate(boards[150])  # metadata kept: it loads
     assert set(evaluation.priors) == set(boards[150].legal_moves)
     assert sum(evaluation.priors.values()) == pytest.approx(1.0, abs=1e-5)
     tops, values = outputs(network, boards[100:])

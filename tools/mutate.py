@@ -94,6 +94,30 @@ MUTATIONS = [
              replace("training/resnet/train.py", "optimizer.zero_grad(set_to_none=True)\n            loss.backward()",
                      "loss.backward()"),
              TRAINING_LEARNS),
+    Mutation("comparator-loss-sign-reversed", "DeepChess training ascends its cross-entropy",
+             replace("training/deepchess/train.py", "loss = F.cross_entropy(logits, label[start:start + batch])",
+                     "loss = -F.cross_entropy(logits, label[start:start + batch])"),
+             ("tests/test_deepchess_learning.py",)),
+    Mutation("dqn-expert-loss-reversed", "DQN pushes the expert's moves down instead of up",
+             replace("training/rl/dqn.py", "loss = loss + config.expert_weight * expert_loss",
+                     "loss = loss - config.expert_weight * expert_loss"),
+             ("tests/test_rl_dqn.py", "-k", "pretraining_fits_the_expert_moves")),
+    Mutation("ppo-surrogate-reversed", "PPO descends its clipped surrogate: rewarded moves grow less likely",
+             replace("training/rl/ppo.py", "policy_loss = -surrogate.mean()", "policy_loss = surrogate.mean()"),
+             ("tests/test_rl_ppo.py", "-k", "raise_the_probability_of_the_moves_that_earn_rewards")),
+    Mutation("distil-rows-shifted", "distillation gives each position the teacher's moves of the position before",
+             replace("training/resnet/distil.py", "top = teacher.topk(min(top_k, POLICY_SIZE), dim=1)",
+                     "top = teacher.roll(1, 0).topk(min(top_k, POLICY_SIZE), dim=1)"),
+             ("tests/test_distil.py", "-k", "student_trained_on_distilled_targets")),
+    Mutation("az-targets-are-priors", "AlphaZero's policy targets are the root's priors, not its visit counts",
+             replace("training/rl/alphazero.py",
+                     "visits = np.array([child.visits for child in children], dtype=np.float64)",
+                     "visits = np.array([child.prior for child in children], dtype=np.float64)"),
+             ("tests/test_rl_alphazero.py", "-k", "visit_targets_sum_to_one")),
+    Mutation("az-gate-always-accepts", "AlphaZero's gate accepts every candidate, whatever its score",
+             replace("training/rl/alphazero.py", '"accepted": stats.score >= config.gate_threshold}',
+                     '"accepted": True}'),
+             ("tests/test_rl_alphazero.py", "-k", "reinforce_learns_gates_candidates")),
     Mutation("export-wrong-kind", "the policy-value export names another kind of network in its metadata",
              replace("training/resnet/export.py", "move_network_metadata(RESNET_KIND, ",
                      "move_network_metadata(RESNET_KIND + '-v2', "),
@@ -112,11 +136,18 @@ MUTATIONS = [
 
 
 def run_tests(root: Path, tests: tuple[str, ...]) -> tuple[int, str]:
-    """pytest's exit status and last line on the copy at ``root``, in strict mode."""
-    env = {**os.environ, "HACKMATE_STRICT": "1", "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
-    process = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+    """pytest's exit status on the copy at ``root``, in strict mode, and what it said: the first failure (the test
+    and the start of its message, so a kill can be read as the right one) or else its last line."""
+    # COLUMNS: pytest cuts its summary of a failure to the terminal's width, message first
+    env = {**os.environ, "HACKMATE_STRICT": "1", "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1",
+           "COLUMNS": "1000"}
+    process = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-rfE", "-p", "no:cacheprovider", *tests],
                              cwd=root, env=env, capture_output=True, text=True)
     lines = [line for line in process.stdout.splitlines() if line.strip()]
+    failures = [line for line in lines if line.startswith(("FAILED ", "ERROR "))]
+    if failures:
+        test, _, message = failures[0].partition(" - ")
+        return process.returncode, f"{test}: {message[:100]}" if message else test
     return process.returncode, lines[-1] if lines else process.stderr.strip()[-200:]
 
 
