@@ -30,7 +30,7 @@ EVALUATOR_GROUP = "hackmate.evaluators"
 SEARCH_GROUP = "hackmate.searches"
 #: pyproject.toml's entry points of those groups, in the order the CLI and the combos list them: they tell
 #: Hackmate's own entry points from plugins (without reading each distribution's metadata, which is slow) and stand
-#: in for them where they are not installed (tests/test_registry.py keeps the two equal).
+#: in for them where they are not installed (tests/engine/test_registry.py keeps the two equal).
 BUILT_IN = {
     EVALUATOR_GROUP: {"material": "evaluators.material:MaterialEvaluator", "pst": "evaluators.material:PstEvaluator",
                       "resnet": "evaluators.resnet:ResNetEvaluator",

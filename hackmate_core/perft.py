@@ -2,7 +2,7 @@
 
 Perft counts that are published for standard positions check a move generator exhaustively, and the
 compiled board must agree with python-chess move for move (``go perft N``, tools/perft_check.py,
-tests/test_perft.py). The compiled path counts in C when it is active and takes the position (see
+tests/hackmate_core/test_perft.py). The compiled path counts in C when it is active and takes the position (see
 :mod:`hackmate_core.compiled`); the pure-Python path counts with :func:`hackmate_core.rules.legal_moves`.
 """
 

@@ -63,9 +63,9 @@ class Mutation:
     rebuild: bool = False
 
 
-UCI_PLAY = ("tests/test_uci_protocol.py", "-k", "every_backend_prints_info_lines")
-SHIPPED_SCORES = ("tests/test_shipped_scores.py",)
-TRAINING_LEARNS = ("tests/test_training_pipeline.py", "-k", "fits_a_small_set or stopped_and_resumed")
+UCI_PLAY = ("tests/engine/test_uci_protocol.py", "-k", "every_backend_prints_info_lines")
+SHIPPED_SCORES = ("tests/evaluators/test_shipped_scores.py",)
+TRAINING_LEARNS = ("tests/training/resnet/test_training_pipeline.py", "-k", "fits_a_small_set or stopped_and_resumed")
 
 MUTATIONS = [
     Mutation("illegal-move", "PUCT answers e2e5 whatever the position",
@@ -97,31 +97,31 @@ MUTATIONS = [
     Mutation("comparator-loss-sign-reversed", "DeepChess training ascends its cross-entropy",
              replace("training/deepchess/train.py", "loss = F.cross_entropy(logits, label[start:start + batch])",
                      "loss = -F.cross_entropy(logits, label[start:start + batch])"),
-             ("tests/test_deepchess_learning.py",)),
+             ("tests/training/deepchess/test_deepchess_learning.py",)),
     Mutation("dqn-expert-loss-reversed", "DQN pushes the expert's moves down instead of up",
              replace("training/rl/dqn.py", "loss = loss + config.expert_weight * expert_loss",
                      "loss = loss - config.expert_weight * expert_loss"),
-             ("tests/test_rl_dqn.py", "-k", "pretraining_fits_the_expert_moves")),
+             ("tests/training/rl/test_rl_dqn.py", "-k", "pretraining_fits_the_expert_moves")),
     Mutation("ppo-surrogate-reversed", "PPO descends its clipped surrogate: rewarded moves grow less likely",
              replace("training/rl/ppo.py", "policy_loss = -surrogate.mean()", "policy_loss = surrogate.mean()"),
-             ("tests/test_rl_ppo.py", "-k", "raise_the_probability_of_the_moves_that_earn_rewards")),
+             ("tests/training/rl/test_rl_ppo.py", "-k", "raise_the_probability_of_the_moves_that_earn_rewards")),
     Mutation("distil-rows-shifted", "distillation gives each position the teacher's moves of the position before",
              replace("training/resnet/distil.py", "top = teacher.topk(min(top_k, POLICY_SIZE), dim=1)",
                      "top = teacher.roll(1, 0).topk(min(top_k, POLICY_SIZE), dim=1)"),
-             ("tests/test_distil.py", "-k", "student_trained_on_distilled_targets")),
+             ("tests/training/resnet/test_distil.py", "-k", "student_trained_on_distilled_targets")),
     Mutation("az-targets-are-priors", "AlphaZero's policy targets are the root's priors, not its visit counts",
              replace("training/rl/alphazero.py",
                      "visits = np.array([child.visits for child in children], dtype=np.float64)",
                      "visits = np.array([child.prior for child in children], dtype=np.float64)"),
-             ("tests/test_rl_alphazero.py", "-k", "visit_targets_sum_to_one")),
+             ("tests/training/rl/test_rl_alphazero.py", "-k", "visit_targets_sum_to_one")),
     Mutation("az-gate-always-accepts", "AlphaZero's gate accepts every candidate, whatever its score",
              replace("training/rl/alphazero.py", '"accepted": stats.score >= config.gate_threshold}',
                      '"accepted": True}'),
-             ("tests/test_rl_alphazero.py", "-k", "reinforce_learns_gates_candidates")),
+             ("tests/training/rl/test_rl_alphazero.py", "-k", "reinforce_learns_gates_candidates")),
     Mutation("export-wrong-kind", "the policy-value export names another kind of network in its metadata",
              replace("training/resnet/export.py", "move_network_metadata(RESNET_KIND, ",
                      "move_network_metadata(RESNET_KIND + '-v2', "),
-             ("tests/test_training_pipeline.py", "-k", "engine_plays_the_exported_network")),
+             ("tests/training/resnet/test_training_pipeline.py", "-k", "engine_plays_the_exported_network")),
     Mutation("comparator-random", "the comparator's pair probability is a coin (Python)",
              replace("evaluators/comparator.py",
                      "return 0.5 + 0.5 * (_sigmoid(forward + self.out_bias) - _sigmoid(backward + self.out_bias))",
@@ -131,7 +131,7 @@ MUTATIONS = [
              replace("hackmate_core/ccomp.c",
                      "return 0.5 + 0.5 * (sigmoid((double)forward + net->out_bias) - sigmoid((double)backward + "
                      "net->out_bias));", "return rand() / (double)RAND_MAX;"),
-             ("tests/test_compiled_comparison.py", "-k", "computes_numpy_s_numbers"), rebuild=True),
+             ("tests/hackmate_core/test_compiled_comparison.py", "-k", "computes_numpy_s_numbers"), rebuild=True),
 ]
 
 

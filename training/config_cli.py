@@ -17,7 +17,7 @@ A config field declares its default and help with :func:`setting` (a plain
 - required where the field has no default.
 
 ``python -m training`` then builds its configs from what the options give, and
-tests/test_training_cli.py checks that every default is the dataclass's.
+tests/training/test_training_cli.py checks that every default is the dataclass's.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch", reason="the training extra (torch) is not i
 
 from tests.conftest import FIXTURES, ROOT, needs_stockfish, stockfish_path  # noqa: E402
 from tests.exported import assert_engine_plays_resnet  # noqa: E402
-from tests.test_labelling import write_synthetic  # noqa: E402
+from tests.training.uci.test_labelling import write_synthetic  # noqa: E402
 from training.configs import TrainConfig  # noqa: E402
 from training.data import shards  # noqa: E402
 from training.device import uses_bf16  # noqa: E402
@@ -94,10 +94,12 @@ def test_training_on_a_mix_stops_and_resumes(tiny_network, tmp_path):
     averaged, _ = load_network(tmp_path / "run" / "swa.pt", expect={"blocks": 1, "filters": 8})
     assert not torch.equal(averaged.stem[0].weight, load_network(checkpoint)[0].stem[0].weight)
     history = json.loads((tmp_path / "run" / "history.json").read_text())
-    assert 0 <= history[-1]["val_top1"] <= history[-1]["val_top3"] <= 1
+    last = history[-1]
+    for prefix in ("val_", "swa_val_"):  # shares of the validation positions: whole counts, top-1 within top-3
+        hits = [last[f"{prefix}top{k}"] * last["val_samples"] for k in (1, 3)]
+        assert hits == pytest.approx([round(hit) for hit in hits], abs=1e-6) and hits[0] <= hits[1], (prefix, hits)
     # the KL is the cross-entropy less the targets' entropy, which soft targets (the shards') make positive
     assert 0 < history[-1]["val_policy_kl"] < history[-1]["val_policy_loss"]
-    assert 0 <= history[-1]["swa_val_top1"] <= history[-1]["swa_val_top3"] <= 1
     assert (tmp_path / "run" / "curves.png").stat().st_size > 0
     with pytest.raises(WeightsError, match=r"holds a 1x8 network .* not the requested 2x8"):
         train(TrainConfig(data=[str(tmp_path / "shards")], out=str(tmp_path / "other"), blocks=2, filters=8,
@@ -239,7 +241,8 @@ def test_weights_file_export_and_evaluation(tiny_network, tmp_path):
         np.testing.assert_allclose(a, b, atol=1e-5)
     write_synthetic(tmp_path / "test", 30)
     by_onnx, by_torch = evaluate_network(onnx_path, tmp_path / "test"), evaluate_network(weights, tmp_path / "test")
-    assert by_onnx["positions"] == 30 and 0 <= by_onnx["top1"] <= by_onnx["top3"] <= 1
+    assert by_onnx["positions"] == 30 and by_onnx["top1"] <= by_onnx["top3"]
+    assert by_onnx["top1"] * 30 == pytest.approx(round(by_onnx["top1"] * 30), abs=1e-6)  # a count of positions
     for name in ("top1", "top3", "policy_kl", "value_loss", "value_mae"):
         assert by_onnx[name] == pytest.approx(by_torch[name], abs=1e-4), name
 

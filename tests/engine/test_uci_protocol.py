@@ -23,7 +23,7 @@ INFO_LINE = re.compile(r"^info depth \d+ seldepth \d+ multipv \d+ score (cp|mate
                        r"( pv( [a-h][1-8][a-h][1-8][qrbn]?)+)?$")
 from tests.conftest import ROOT, engine_command
 
-SYZYGY = Path(os.environ.get("SYZYGY_PATH", Path(__file__).resolve().parent.parent.parent / "shared/data/syzygy"))
+SYZYGY = Path(os.environ.get("SYZYGY_PATH", ROOT.parent / "shared/data/syzygy"))
 
 
 # ------------------------------------------------------------------ in-process

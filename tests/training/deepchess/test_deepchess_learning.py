@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="the training extra (torch) is not installed")
 
+from tests.conftest import FIXTURES  # noqa: E402
 from tests.exported import assert_engine_plays_comparator  # noqa: E402
 from training.deepchess import read_games  # noqa: E402
 from training.deepchess.accuracy import evaluate  # noqa: E402
@@ -18,7 +17,7 @@ from training.deepchess.pairs import PairSampler, SiblingSet, won_lost_pairs  # 
 from training.deepchess.train import train_comparator  # noqa: E402
 from training.deepchess.valset import ValidationSet  # noqa: E402
 
-FIXTURE = Path(__file__).parent / "fixtures" / "games.pgn"
+FIXTURE = FIXTURES / "games.pgn"
 
 
 def no_siblings() -> SiblingSet:

@@ -21,6 +21,7 @@ from evaluators.base import LoadError  # noqa: E402
 from evaluators.comparator import ComparatorEvaluator  # noqa: E402
 from search.base import SearchControl  # noqa: E402
 from search.comparison import ComparisonSearch  # noqa: E402
+from tests.conftest import FIXTURES, ROOT  # noqa: E402
 from tests.exported import assert_engine_plays_comparator  # noqa: E402
 from evaluators.material import MaterialEvaluator, quiescence_cp  # noqa: E402
 from training.deepchess import (DeepChessConfig, evaluate, load_network, prepare_data, read_games,  # noqa: E402
@@ -31,8 +32,7 @@ from training.deepchess.pairs import (SIBLING_FIELDS, position_key, read_labels,
 from training.deepchess.valset import ValidationSet  # noqa: E402
 from training.onnx_metadata import write_metadata  # noqa: E402
 
-FIXTURE = Path(__file__).parent / "fixtures" / "games.pgn"
-ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = FIXTURES / "games.pgn"
 
 
 def toy_config(**settings) -> DeepChessConfig:

@@ -19,7 +19,7 @@ from evaluators.resnet import ResNetEvaluator  # noqa: E402
 from search.base import SearchControl  # noqa: E402
 from search.puct import PuctSearch  # noqa: E402
 from tests.exported import assert_engine_plays_resnet, engine_network, fixed_boards  # noqa: E402
-from tests.test_labelling import write_synthetic  # noqa: E402
+from tests.training.uci.test_labelling import write_synthetic  # noqa: E402
 from training.configs import TrainConfig  # noqa: E402
 from training.data import prepared as dataset  # noqa: E402
 from training.data import shards  # noqa: E402
@@ -161,7 +161,7 @@ def test_the_engine_plays_the_exported_network_with_pytorch_s_outputs(tiny_model
 
 
 #: The set a network must fit: positions of the fixture games, each labelled with made-up scores of three legal
-#: moves (tests/test_labelling.py), the best one the first legal move in UCI order: a rule of the position alone.
+#: moves (tests/training/uci/test_labelling.py), the best one the first legal move in UCI order: a rule of the position alone.
 FIT_POSITIONS = 64
 
 

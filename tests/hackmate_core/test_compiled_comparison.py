@@ -22,8 +22,8 @@ from hackmate_core import compiled
 from hackmate_core.tablebase import Tablebase
 from search.base import SearchControl
 from search.comparison import ComparisonSearch
-from tests.test_comparison_search import RULES_POSITIONS, SMOTHERED, rules_board
-from tests.test_tablebases import SYZYGY
+from tests.search.test_comparison_search import RULES_POSITIONS, SMOTHERED, rules_board
+from tests.search.test_tablebases import SYZYGY
 from tests.uci_inprocess import Driver
 
 needs_compiled = pytest.mark.skipif(compiled.ccomparison is None,
@@ -243,9 +243,9 @@ def test_stop_during_go_infinite_is_answered_on_the_compiled_path():
 
 @needs_compiled
 def test_a_fuzzed_exchange_stays_clean_on_the_compiled_path(lenient, monkeypatch):
-    """tests/test_uci_fuzz.py's random, broken and mutated lines, the backend left alone (no Evaluator, Search or
+    """tests/engine/test_uci_fuzz.py's random, broken and mutated lines, the backend left alone (no Evaluator, Search or
     Weights lines): no internal error, a legal bestmove for every search, the compiled search searching."""
-    import tests.test_uci_fuzz as fuzz
+    import tests.engine.test_uci_fuzz as fuzz
     options = {name: values for name, values in fuzz.OPTIONS.items() if name not in ("Evaluator", "Search", "Weights")}
     options.update({"MoveOrdering": ["captures+comparator", "comparator", "captures", "none"],
                     "HashMove": ["true", "false"], "CheckExtension": ["true", "false"],

@@ -1,6 +1,6 @@
 """The comparison search's move ordering, best-move table, check extension, node budget and `stop`,
 with a transparent comparator (material) and with the shipped network; the comparator's weights file refused
-when it is not one. tests/test_compiled_comparison.py checks that the compiled path searches the same nodes."""
+when it is not one. tests/hackmate_core/test_compiled_comparison.py checks that the compiled path searches the same nodes."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from search.base import SearchControl, SearchInfo
 from search.comparison import ComparisonSearch
 from hackmate_core import compiled
 from hackmate_core.boards import transposition_key
-from tests.test_comparison_quiescence import POISONED, MaterialComparator
-from tests.test_search import MATE_IN_ONE, MATE_IN_TWO
+from tests.search.test_comparison_quiescence import POISONED, MaterialComparator
+from tests.search.test_search import MATE_IN_ONE, MATE_IN_TWO
 from tests.uci_inprocess import Driver
 
 # White can promote on e8 (+800 for the comparator that counts material) or take a knight with the rook (+320).

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import tomllib
 from importlib.metadata import EntryPoint, entry_points
-from pathlib import Path
 
 import chess
 import click
@@ -24,9 +23,8 @@ from engine.options import DEFAULT_THREADS, ENGINE_OPTIONS, TABLE_HEADER
 from evaluators.base import LoadError, unwrap
 from evaluators.comparator import ComparatorEvaluator
 from search.base import SearchControl
-from tests.conftest import lines_until_bestmove
+from tests.conftest import ROOT, lines_until_bestmove
 
-ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = "tests.fixtures.plugins"
 
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner  # noqa: E402
 
 from evaluators.moves import move_to_index  # noqa: E402
 from tests.exported import assert_engine_plays_resnet, engine_network  # noqa: E402
-from tests.test_labelling import write_synthetic  # noqa: E402
+from tests.training.uci.test_labelling import write_synthetic  # noqa: E402
 from training.configs import DistilConfig, TrainConfig  # noqa: E402
 from training.data import shards  # noqa: E402
 from training.data.sources import read_source as load_source  # noqa: E402

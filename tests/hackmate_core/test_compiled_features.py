@@ -21,8 +21,8 @@ from evaluators.resnet import ResNetEvaluator
 from hackmate_core.compiled import move_code
 from search.puct import Node
 from tests.conftest import ROOT
-from tests.test_compiled_lc0 import both_paths, root_of, shuffle
-from tests.test_compiled_puct import SEARCHED as PLANES18_SEARCHED
+from tests.hackmate_core.test_compiled_lc0 import both_paths, root_of, shuffle
+from tests.hackmate_core.test_compiled_puct import SEARCHED as PLANES18_SEARCHED
 
 needs_compiled = pytest.mark.skipif(puct._cpuct is None, reason="the compiled path is not in use")
 FEATURES = get_encoding("features36")

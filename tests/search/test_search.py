@@ -13,7 +13,7 @@ from search.alphabeta import AlphaBetaSearch
 from search.base import SearchControl
 from search.comparison import ComparisonSearch
 from search.puct import PuctSearch
-from tests.test_comparison_quiescence import MaterialComparator
+from tests.search.test_comparison_quiescence import MaterialComparator
 
 MATE_IN_ONE = [("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", "a1a8"),
                ("r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5Q2/PPPP1PPP/RNB1K1NR w KQkq - 4 4", "f3f7")]

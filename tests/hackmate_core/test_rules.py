@@ -333,7 +333,7 @@ def test_cached_evaluator_and_comparator_use_the_same_lru_order():
     cached.evaluate(b)
     assert inner.calls == 4
 
-    from tests.test_comparison_quiescence import MaterialComparator
+    from tests.search.test_comparison_quiescence import MaterialComparator
 
     class Counting(MaterialComparator):
         calls = 0
@@ -367,7 +367,7 @@ def test_caches_tell_apart_positions_whose_bitboards_hash_alike():
     cached.evaluate(f8)
     cached.evaluate(a1)
     assert inner.calls == 2
-    from tests.test_comparison_quiescence import MaterialComparator
+    from tests.search.test_comparison_quiescence import MaterialComparator
     comparator = CachedComparator(MaterialComparator())
     assert comparator.features(f8) is not comparator.features(a1)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, needs_stockfish, stockfish_path
-from tests.test_labelling import labelled, write_synthetic
+from tests.training.uci.test_labelling import labelled, write_synthetic
 from training.configs import SelfPlayOptions, TrainConfig
 from training.data import shards
 from training.uci import workers

@@ -17,7 +17,7 @@ from hackmate_core import compiled
 from hackmate_core.tablebase import Tablebase
 from search.alphabeta import AlphaBetaSearch
 from search.base import SearchControl
-from tests.test_tablebases import SYZYGY
+from tests.search.test_tablebases import SYZYGY
 
 needs_compiled = pytest.mark.skipif(compiled.calphabeta is None, reason="the compiled alpha-beta search is not in use")
 

@@ -20,7 +20,7 @@ from search.base import SearchControl
 from search.puct import Node, PuctSearch
 from tests.conftest import ROOT
 from tests.leela_files import Spec, write_network
-from tests.test_compiled_puct import tree_of
+from tests.hackmate_core.test_compiled_puct import tree_of
 
 needs_compiled = pytest.mark.skipif(puct._cpuct is None, reason="the compiled path is not in use")
 MAIA = ROOT.parent / "shared" / "data" / "lc0" / "maia-1900.pb.gz"

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from evaluators.encoding import get_encoding
 from evaluators.moves import move_to_index
-from tests.conftest import FIXTURES, needs_stockfish, stockfish_path
+from tests.conftest import FIXTURES, ROOT, needs_stockfish, stockfish_path
 from training.configs import LabelConfig
 from training.data import multipv, shards, targets
 from training.data.pgn import DataError, ReadStats
@@ -228,7 +228,7 @@ def test_worker_engines_close_quietly(tmp_path):
     result = subprocess.run([sys.executable, "-m", "training", "label", str(GAMES), "--out", str(tmp_path),
                              "--engine", stockfish_path(), "--nodes", "30", "--multipv", "1", "--workers", "2",
                              "--per-game", "1", "--max-positions", "4"],
-                            capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[1])
+                            capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr and "labelled 4 now" in result.stdout + result.stderr
 

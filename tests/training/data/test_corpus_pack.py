@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tests.test_corpus import cache_dir, make, random_game, write_games  # noqa: F401 (cache_dir: a fixture)
+from tests.training.data.test_corpus import cache_dir, make, random_game, write_games  # noqa: F401 (cache_dir: a fixture)
 from training.__main__ import cli
 from training.data import corpus, shards, targets
 from training.data import pack as corpus_pack

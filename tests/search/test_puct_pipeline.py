@@ -19,7 +19,7 @@ from hackmate_core.boards import state_stack
 from hackmate_core.rules import checking_moves
 from search.base import SearchControl
 from search.puct import Node, PuctSearch
-from tests.test_search import MATE_IN_ONE, MATE_IN_TWO
+from tests.search.test_search import MATE_IN_ONE, MATE_IN_TWO
 from tests.uci_inprocess import Driver
 
 MIDDLEGAME = "r1bq1rk1/pp2b1pp/n1pp1n2/3P1p2/2P1p3/2N1P2N/PP2BPPP/R1BQ1RK1 b - - 2 10"
