@@ -124,3 +124,12 @@ def assert_engine_plays_comparator(start: Callable[..., Driver], onnx: Path, che
     for (a, b), probability in zip(pairs, expected):
         assert abs(network.prefers_first(engine_features[a], engine_features[b]) - probability) <= TOLERANCE, \
             (FIXED_FENS[a], FIXED_FENS[b])
+
+
+def play_legal_moves(engine: Any, board: chess.Board, limit: Any, plies: int) -> None:
+    """The engine (a python-chess UCI engine) plays both sides from ``board`` until the game ends or reaches ``plies``
+    plies; every move must be legal."""
+    while not board.is_game_over() and board.ply() < plies:
+        move = engine.play(board, limit).move
+        assert move in board.legal_moves, (board.fen(), move)
+        board.push(move)

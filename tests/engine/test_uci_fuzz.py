@@ -124,22 +124,30 @@ def garbage(rng: random.Random) -> str:
                        "\t\tisready\t", "go depth 99999999999999999999999999999999"])
 
 
+def fuzz(driver: Driver, rng: random.Random, lines: int, wait_s: float) -> list[chess.Board]:
+    """Send ``lines`` lines, most valid, some mutated, some garbage, then stop and wait up to ``wait_s`` for the
+    search; the positions that searches started from."""
+    engine = driver.engine
+    searched: list[chess.Board] = []
+    for _ in range(lines):
+        roll = rng.random()
+        line = valid_line(rng) if roll < 0.6 else mutate(rng, valid_line(rng)) if roll < 0.9 else garbage(rng)
+        before = engine.thread
+        engine.handle(line)
+        if engine.thread is not before and engine.thread is not None:
+            searched.append(engine.board.copy())
+    engine.handle("stop")
+    assert engine.wait(wait_s)
+    return searched
+
+
 def test_protocol_fuzz(lenient):
     """Lenient: the fuzz sends weights that do not load and searches that do not fit the evaluator, whose fallbacks
     are right; the engine's own failures (an exception, an illegal answer replaced) are looked for below."""
     rng = random.Random(SEED)
     driver = Driver("--eval", "material", "--search", "alphabeta")
     engine = driver.engine
-    searched_boards: list[chess.Board] = []
-    for _ in range(LINES):
-        roll = rng.random()
-        line = valid_line(rng) if roll < 0.6 else mutate(rng, valid_line(rng)) if roll < 0.9 else garbage(rng)
-        before = engine.thread
-        engine.handle(line)
-        if engine.thread is not before and engine.thread is not None:
-            searched_boards.append(engine.board.copy())
-    engine.handle("stop")
-    assert engine.wait(30)
+    searched_boards = fuzz(driver, rng, LINES, 30)
     engine.handle("setoption name Evaluator value material")
     engine.handle("setoption name Search value alphabeta")
     engine.handle("position startpos moves e2e4")

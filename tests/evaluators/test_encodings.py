@@ -12,12 +12,14 @@ from evaluators.encoding import ENCODINGS, get_encoding
 from evaluators.moves import MIRROR_FILES, POLICY_SIZE, index_to_move, legal_move_indices, mirror_move, move_to_index
 
 
-def random_positions(count: int, seed: int = 7):
+def random_positions(count: int, seed: int = 7, max_ply: int = 120):
+    """Up to ``count`` positions of random games (one board, yielded before each move: copy it to keep it), a new
+    game after a game's end or ``max_ply``."""
     rng = random.Random(seed)
     board = chess.Board()
     for _ in range(count):
         moves = list(board.legal_moves)
-        if not moves or board.ply() > 120:
+        if not moves or board.ply() > max_ply:
             board = chess.Board()
             continue
         yield board

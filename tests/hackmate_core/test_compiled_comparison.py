@@ -243,8 +243,8 @@ def test_stop_during_go_infinite_is_answered_on_the_compiled_path():
 
 @needs_compiled
 def test_a_fuzzed_exchange_stays_clean_on_the_compiled_path(lenient, monkeypatch):
-    """tests/engine/test_uci_fuzz.py's random, broken and mutated lines, the backend left alone (no Evaluator, Search or
-    Weights lines): no internal error, a legal bestmove for every search, the compiled search searching."""
+    """tests/engine/test_uci_fuzz.py's random, broken and mutated lines, the backend left alone (no Evaluator,
+    Search or Weights lines): no internal error, a legal bestmove for every search, the compiled search searching."""
     import tests.engine.test_uci_fuzz as fuzz
     options = {name: values for name, values in fuzz.OPTIONS.items() if name not in ("Evaluator", "Search", "Weights")}
     options.update({"MoveOrdering": ["captures+comparator", "comparator", "captures", "none"],
@@ -254,17 +254,7 @@ def test_a_fuzzed_exchange_stays_clean_on_the_compiled_path(lenient, monkeypatch
     rng = random.Random(fuzz.SEED)
     driver = Driver("--eval", "comparator", "--search", "comparison")
     engine = driver.engine
-    searched: list[chess.Board] = []
-    for _ in range(600):
-        roll = rng.random()
-        line = (fuzz.valid_line(rng) if roll < 0.6 else fuzz.mutate(rng, fuzz.valid_line(rng)) if roll < 0.9
-                else fuzz.garbage(rng))
-        before = engine.thread
-        engine.handle(line)
-        if engine.thread is not before and engine.thread is not None:
-            searched.append(engine.board.copy())
-    engine.handle("stop")
-    assert engine.wait(60)
+    searched = fuzz.fuzz(driver, rng, 600, 60)
     engine.handle("position startpos moves e2e4")
     best = driver.go("go depth 2", timeout=60)
     searched.append(engine.board.copy())

@@ -21,7 +21,7 @@ from evaluators.resnet import ResNetEvaluator
 from hackmate_core.compiled import move_code
 from search.puct import Node
 from tests.conftest import ROOT
-from tests.hackmate_core.test_compiled_lc0 import both_paths, root_of, shuffle
+from tests.hackmate_core.test_compiled_lc0 import both_paths, leaves, root_of, shuffle
 from tests.hackmate_core.test_compiled_puct import SEARCHED as PLANES18_SEARCHED
 
 needs_compiled = pytest.mark.skipif(puct._cpuct is None, reason="the compiled path is not in use")
@@ -97,26 +97,6 @@ def test_the_grown_network_computes_the_shipped_networks_function(network):
         np.testing.assert_allclose(after.policy, before.policy, atol=1e-5, err_msg=board.fen())
 
 
-def leaves(search, board: chess.Board, rng: random.Random, depth: int):
-    """(leaf, python-chess board) from the root ``board`` down a random walk of the tree, the root first."""
-    root, game = root_of(search, board)
-    yield puct._cpuct.leaf([root], -1, game), board
-    path, board = [root], board.copy()
-    for _ in range(depth):
-        moves = list(board.legal_moves)
-        if not moves:
-            return
-        move = rng.choice(moves)
-        node = Node(move, 0.0)
-        path.append(node)
-        leaf = puct._cpuct.leaf(path, move_code(move), game)
-        board.push(move)
-        node.state = leaf.state
-        if leaf.result is not None:
-            return
-        yield leaf, board.copy()
-
-
 @needs_compiled
 def test_a_leaf_encodes_as_the_python_encoder(network):
     """Planes, the evaluator's request and the cache key (equal compiled keys exactly where the Python keys are
@@ -154,8 +134,8 @@ def test_the_cache_key_leaves_the_last_moves_out(network):
     search = build_search("puct", network)
     boards = [from_moves("g1f3 g8f6 b1c3 b8c6 e2e3 e7e6"), from_moves("g1f3 g8f6 e2e3 b8c6 b1c3 e7e6")]
     assert boards[0].fen() == boards[1].fen()
-    leaves = [puct._cpuct.leaf([root], -1, game) for root, game in (root_of(search, board) for board in boards)]
-    assert leaves[0].cache_key == leaves[1].cache_key and leaves[0].feature_planes != leaves[1].feature_planes
+    roots = [puct._cpuct.leaf([root], -1, game) for root, game in (root_of(search, board) for board in boards)]
+    assert roots[0].cache_key == roots[1].cache_key and roots[0].feature_planes != roots[1].feature_planes
     assert network.cache_key(boards[0]) == network.cache_key(boards[1])
 
 

@@ -67,6 +67,17 @@ def shuffle(board: chess.Board, rng: random.Random, plies: int) -> chess.Board:
     return board
 
 
+def step_down(path: list, move: chess.Move, game, board: chess.Board):
+    """The compiled leaf of ``move`` from the last node of ``path``, which gains the move's node (its state set);
+    ``board`` plays the move too."""
+    node = Node(move, 0.0)
+    path.append(node)
+    leaf = puct._cpuct.leaf(path, move_code(move), game)
+    board.push(move)
+    node.state = leaf.state
+    return leaf
+
+
 def leaves(search: PuctSearch, board: chess.Board, rng: random.Random, depth: int):
     """(leaf, python-chess board) from the root ``board`` down a random walk of the tree, the root first."""
     root, game = root_of(search, board)
@@ -76,11 +87,7 @@ def leaves(search: PuctSearch, board: chess.Board, rng: random.Random, depth: in
         move = shuffle(board.copy(), rng, 1).move_stack[-1] if not board.is_game_over() else None
         if move is None:
             return
-        node = Node(move, 0.0)
-        path.append(node)
-        leaf = puct._cpuct.leaf(path, move_code(move), game)
-        board.push(move)
-        node.state = leaf.state
+        leaf = step_down(path, move, game, board)
         if leaf.result is not None:
             return
         yield leaf, board.copy()
@@ -135,11 +142,7 @@ def test_the_repetitions_of_a_fen_with_en_passant_split_between_game_and_tree(le
         root, game = root_of(search, board)
         path = [root]
         for move in line[plies_before_root:]:
-            node = Node(move, 0.0)
-            path.append(node)
-            leaf = puct._cpuct.leaf(path, move_code(move), game)
-            board.push(move)
-            node.state = leaf.state
+            leaf = step_down(path, move, game, board)
             if leaf.result is not None:
                 continue  # drawn by a repetition inside the tree: never evaluated (its children may be)
             planes = leela.encoding.binary(board)

@@ -3,7 +3,6 @@ the fast rules and heuristics it relies on, lazy start-up and answers within the
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 
@@ -19,6 +18,7 @@ from hackmate_core.boards import state_stack
 from hackmate_core.rules import checking_moves
 from search.base import SearchControl
 from search.puct import Node, PuctSearch
+from tests.evaluators.test_encodings import random_positions
 from tests.search.test_search import MATE_IN_ONE, MATE_IN_TWO
 from tests.uci_inprocess import Driver
 
@@ -44,23 +44,12 @@ def no_virtual_loss_left(node: Node) -> bool:
     return node.virtual == 0 and all(no_virtual_loss_left(child) for child in node.children)
 
 
-def random_positions(count: int, seed: int = 11):
-    rng = random.Random(seed)
-    board = chess.Board()
-    for _ in range(count):
-        moves = list(board.legal_moves)
-        if not moves or board.ply() > 150:
-            board = chess.Board()
-            continue
-        yield board, moves
-        board.push(rng.choice(moves))
-
-
 # ------------------------------------------------------------ fast paths
 
 def test_checking_moves_agrees_with_python_chess():
     checked = 0
-    for board, moves in random_positions(4000):
+    for board in random_positions(4000, seed=11, max_ply=150):
+        moves = list(board.legal_moves)
         assert checking_moves(board, moves) == [board.gives_check(move) for move in moves], board.fen()
         checked += len(moves)
     assert checked > 80000
@@ -84,7 +73,8 @@ def reference_gain(board: chess.Board, move: chess.Move, pst: bool) -> float:
 
 @pytest.mark.parametrize("evaluator", [MaterialEvaluator(), PstEvaluator()], ids=["material", "pst"])
 def test_heuristic_priors_follow_their_definition(evaluator):
-    for board, moves in random_positions(1000, seed=5):
+    for board in random_positions(1000, seed=5, max_ply=150):
+        moves = list(board.legal_moves)
         gains = evaluator.move_gains(board, moves)
         assert gains == pytest.approx([reference_gain(board, move, isinstance(evaluator, PstEvaluator))
                                        for move in moves])

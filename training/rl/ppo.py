@@ -187,6 +187,14 @@ class Step:
     control: float  # central control before the move
 
 
+def update_batch(steps: list[Step], advantages: np.ndarray, returns: np.ndarray) -> dict[str, np.ndarray]:
+    """The arrays :meth:`Trainer.update` trains on: the steps' inputs, legal masks, actions and log-probabilities
+    beside their advantages and returns."""
+    return {"planes": np.stack([s.planes for s in steps]), "rule50": np.array([s.rule50 for s in steps], np.uint8),
+            "legal": np.stack([s.legal for s in steps]), "action": np.array([s.action for s in steps], np.int64),
+            "logp": np.array([s.logp for s in steps], np.float32), "advantage": advantages, "return": returns}
+
+
 class LearnerMover(Mover):
     """Our side of a game against Stockfish: the move :meth:`Trainer.act` samples, its step kept for PPO."""
 
@@ -325,12 +333,7 @@ class Trainer:
             dones = np.zeros(len(steps), dtype=bool)
             dones[-1] = True
             advantages, returns = gae(rewards, values, dones, config.gamma, config.lam)
-            parts.append({"planes": np.stack([s.planes for s in steps]),
-                          "rule50": np.array([s.rule50 for s in steps], np.uint8),
-                          "legal": np.stack([s.legal for s in steps]),
-                          "action": np.array([s.action for s in steps], np.int64),
-                          "logp": np.array([s.logp for s in steps], np.float32),
-                          "advantage": advantages, "return": returns})
+            parts.append(update_batch(steps, advantages, returns))
         if not parts:
             return {}, tally
         return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}, tally

@@ -22,7 +22,7 @@ from evaluators.comparator import ComparatorEvaluator  # noqa: E402
 from search.base import SearchControl  # noqa: E402
 from search.comparison import ComparisonSearch  # noqa: E402
 from tests.conftest import FIXTURES, ROOT  # noqa: E402
-from tests.exported import assert_engine_plays_comparator  # noqa: E402
+from tests.exported import assert_engine_plays_comparator, play_legal_moves  # noqa: E402
 from evaluators.material import MaterialEvaluator, quiescence_cp  # noqa: E402
 from training.deepchess import (DeepChessConfig, evaluate, load_network, prepare_data, read_games,  # noqa: E402
                                 run_pipeline)
@@ -240,17 +240,10 @@ def test_engine_plays_a_legal_game_with_the_trained_comparator(tiny_comparator, 
     it loaded (weights that did not load would have left the shipped network, or material, in their place), and the
     comparator it loaded prefers what the pipeline's PyTorch student prefers."""
     import chess.engine
-    engine = chess.engine.SimpleEngine.popen_uci(
-        [sys.executable, "-m", "engine", "--eval", "comparator", "--search", "comparison",
-         "--weights", str(tiny_comparator[0])], cwd=ROOT, stderr=subprocess.DEVNULL)
-    try:
-        board = chess.Board()
-        while not board.is_game_over() and board.ply() < 16:
-            move = engine.play(board, chess.engine.Limit(depth=1)).move
-            assert move in board.legal_moves
-            board.push(move)
-    finally:
-        engine.quit()
+    with chess.engine.SimpleEngine.popen_uci(
+            [sys.executable, "-m", "engine", "--eval", "comparator", "--search", "comparison",
+             "--weights", str(tiny_comparator[0])], cwd=ROOT, stderr=subprocess.DEVNULL) as engine:
+        play_legal_moves(engine, chess.Board(), chess.engine.Limit(depth=1), 16)
     engine = driver("--eval", "comparator", "--search", "comparison", "--weights", str(tiny_comparator[0]))
     assert engine.go("go depth 1").split()[1] in {move.uci() for move in chess.Board().legal_moves}
     assert engine.engine.backend_names == ("comparator", "comparison")

@@ -19,7 +19,7 @@ from evaluators.resnet import ResNetEvaluator  # noqa: E402
 from search.base import SearchControl  # noqa: E402
 from search.puct import PuctSearch  # noqa: E402
 from tests.conftest import ROOT, engine_command  # noqa: E402
-from tests.exported import assert_engine_plays_resnet  # noqa: E402
+from tests.exported import assert_engine_plays_resnet, play_legal_moves  # noqa: E402
 from training.__main__ import cli  # noqa: E402
 from training.data import shards  # noqa: E402
 from training.resnet.export import export_resnet  # noqa: E402
@@ -98,13 +98,6 @@ def test_reinforce_learns_gates_candidates_and_exports_a_network_the_engine_play
     state = json.loads((out / "state.json").read_text())
     assert [r["iteration"] for r in state["history"]] == [1, 2] and not state["history"][1]["accepted"]
     assert state["trainee"].endswith("iteration002/train/checkpoint.pt")  # training goes on from the candidate
-    board = chess.Board()
-    engine = chess.engine.SimpleEngine.popen_uci(
-        engine_command("--eval", "resnet", "--weights", str(out / "best.onnx")), cwd=ROOT)
-    try:
-        while not board.is_game_over() and board.ply() < 40:
-            move = engine.play(board, chess.engine.Limit(nodes=8)).move
-            assert move in board.legal_moves
-            board.push(move)
-    finally:
-        engine.quit()
+    with chess.engine.SimpleEngine.popen_uci(
+            engine_command("--eval", "resnet", "--weights", str(out / "best.onnx")), cwd=ROOT) as engine:
+        play_legal_moves(engine, chess.Board(), chess.engine.Limit(nodes=8), 40)

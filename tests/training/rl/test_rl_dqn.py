@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the training extra (torch) is not installed")
 
 from tests.conftest import FIXTURES, ROOT, engine_command  # noqa: E402
-from tests.exported import assert_engine_plays_dqn, engine_network  # noqa: E402
+from tests.exported import assert_engine_plays_dqn, engine_network, play_legal_moves  # noqa: E402
 from evaluators.base import LoadError  # noqa: E402
 from evaluators.dqn import DQNEvaluator  # noqa: E402
 from evaluators.encoding import get_encoding  # noqa: E402
@@ -118,16 +118,12 @@ def test_dqn_toy_run_exports_a_network_the_engine_plays_with(toy_run, driver):
     assert sum(evaluation.priors.values()) == pytest.approx(1.0) and -1 <= evaluation.value <= 1
     assert PuctSearch(evaluator).search(board, SearchControl(max_nodes=30), lambda info: None).best_move in \
         board.legal_moves
-    engine = chess.engine.SimpleEngine.popen_uci(engine_command("--eval", "dqn", "--weights", str(onnx)), cwd=ROOT)
-    try:  # one node: the greedy move, the legal move of highest Q
+    command = engine_command("--eval", "dqn", "--weights", str(onnx))
+    with chess.engine.SimpleEngine.popen_uci(command, cwd=ROOT) as engine:
+        # one node: the greedy move, the legal move of highest Q
         assert engine.play(board, chess.engine.Limit(nodes=1)).move == max(evaluation.priors,
                                                                            key=evaluation.priors.__getitem__)
-        while not board.is_game_over() and board.ply() < 40:
-            move = engine.play(board, chess.engine.Limit(nodes=8)).move
-            assert move in board.legal_moves
-            board.push(move)
-    finally:
-        engine.quit()
+        play_legal_moves(engine, board, chess.engine.Limit(nodes=8), 40)
 
 
 def expert_moves(limit: int) -> tuple[list[chess.Board], list[chess.Move]]:

@@ -14,10 +14,10 @@ import pytest
 torch = pytest.importorskip("torch", reason="the training extra (torch) is not installed")
 
 from tests.conftest import FIXTURES, ROOT, engine_command, needs_stockfish  # noqa: E402
-from tests.exported import assert_engine_plays_resnet  # noqa: E402
+from tests.exported import assert_engine_plays_resnet, play_legal_moves  # noqa: E402
 from training.resnet.model import PolicyValueNet  # noqa: E402
 from training.rl.ppo import (Curriculum, PPOConfig, central_control, gae, masked_policy, ppo_loss,  # noqa: E402
-                             reset_value_head, tempered, train_ppo)
+                             reset_value_head, tempered, train_ppo, update_batch)
 from training.resnet.weights import FORMAT, VERSION, save_weights  # noqa: E402
 
 
@@ -128,12 +128,7 @@ def test_ppo_updates_raise_the_probability_of_the_moves_that_earn_rewards(tmp_pa
         reward = np.array([1.0 if step.action in {move_to_index(move, board.turn) for move in board.legal_moves
                                                   if board.is_capture(move)} else -1.0
                            for board, step in zip(boards, steps)], dtype=np.float32)
-        trainer.update({"planes": np.stack([step.planes for step in steps]),
-                        "rule50": np.array([step.rule50 for step in steps], np.uint8),
-                        "legal": np.stack([step.legal for step in steps]),
-                        "action": np.array([step.action for step in steps], np.int64),
-                        "logp": np.array([step.logp for step in steps], np.float32),
-                        "advantage": reward, "return": reward})
+        trainer.update(update_batch(steps, reward, reward))
     assert capture_share() >= 3 * start, (start, capture_share())
 
 
@@ -152,15 +147,9 @@ def test_ppo_toy_run_holds_its_level_and_exports_a_network_the_engine_plays_with
     assert all(np.isfinite(h[k]) for h in history for k in ("policy_loss", "value_loss", "entropy"))
     assert (tmp_path / "ppo" / "curves.png").stat().st_size > 0
     assert_engine_plays_resnet(driver, onnx, tmp_path / "ppo" / "checkpoint.pt")
-    board = chess.Board()
-    engine = chess.engine.SimpleEngine.popen_uci(engine_command("--eval", "resnet", "--weights", str(onnx)), cwd=ROOT)
-    try:
-        while not board.is_game_over() and board.ply() < 40:
-            move = engine.play(board, chess.engine.Limit(nodes=8)).move
-            assert move in board.legal_moves
-            board.push(move)
-    finally:
-        engine.quit()
+    command = engine_command("--eval", "resnet", "--weights", str(onnx))
+    with chess.engine.SimpleEngine.popen_uci(command, cwd=ROOT) as engine:
+        play_legal_moves(engine, chess.Board(), chess.engine.Limit(nodes=8), 40)
     train_ppo(PPOConfig(**{**config.__dict__, "updates": 3}), progress=False)  # resumes at update 2
     history = json.loads((tmp_path / "ppo" / "history.json").read_text())
     assert [h["update"] for h in history] == [1, 2, 3] and history[-1]["level"] == 0
