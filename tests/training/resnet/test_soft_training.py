@@ -16,7 +16,7 @@ from click.testing import CliRunner
 torch = pytest.importorskip("torch", reason="the training extra (torch) is not installed")
 
 from tests.conftest import FIXTURES, ROOT, needs_stockfish, stockfish_path  # noqa: E402
-from tests.exported import assert_engine_plays_resnet  # noqa: E402
+from tests.exported import assert_engine_plays_resnet, play_legal_moves  # noqa: E402
 from tests.training.uci.test_labelling import write_synthetic  # noqa: E402
 from training.configs import TrainConfig  # noqa: E402
 from training.data import shards  # noqa: E402
@@ -298,16 +298,9 @@ def test_gpu_recipe_at_toy_scale_then_the_engine_plays_with_its_network(tmp_path
     assert {p.name for p in (tmp_path / "delivered").iterdir()} == {"resnet.onnx", "resnet.pt", "report.json",
                                                                     "curves.png"}
     assert_engine_plays_resnet(driver, tmp_path / "delivered" / "resnet.onnx", tmp_path / "delivered" / "resnet.pt")
-    engine = chess.engine.SimpleEngine.popen_uci([sys.executable, "-m", "engine", "--eval", "resnet", "--weights",
-                                                  str(tmp_path / "delivered" / "resnet.onnx")], cwd=ROOT)
-    try:
-        board = chess.Board()
-        while not board.is_game_over(claim_draw=True) and board.ply() < 40:
-            move = engine.play(board, chess.engine.Limit(nodes=30)).move
-            assert move in board.legal_moves
-            board.push(move)
-    finally:
-        engine.quit()
+    with chess.engine.SimpleEngine.popen_uci([sys.executable, "-m", "engine", "--eval", "resnet", "--weights",
+                                              str(tmp_path / "delivered" / "resnet.onnx")], cwd=ROOT) as engine:
+        play_legal_moves(engine, chess.Board(), chess.engine.Limit(nodes=30), 40)
 
 
 def test_gpu_recipe_trains_on_carried_data_alone_without_an_engine(tiny_network, tmp_path):
