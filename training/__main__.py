@@ -373,12 +373,18 @@ def selfplay_command(out: Path, command: str, games: int, nodes: str, workers: i
     click.echo(f"played {played} games into {out}\n{figures_text(summarize_games(out))}")
 
 
+def _moves_asked(played: bool, player: str) -> str:
+    """The moves an agreement command asks about, in words for its settings."""
+    moves = "played" if played else "Stockfish's ([%eval])"
+    return f"{moves}, {player}'s only" if player else moves
+
+
 @cli.command("agreement")
 @click.argument("files", nargs=-1, required=True, type=EXISTING_FILES)
 @options_from(AgreementConfig, rename={"command": "--engine", "options": "--option", "as_json": "--json"})
 def agreement_command(files: tuple[Path, ...], command: str, options: list[str], weights: Optional[str],
                       from_ply: int, played: bool, count: int, seed: int, validation_period: int, all_games: bool,
-                      workers: int, as_json: bool) -> None:
+                      player: str, workers: int, as_json: bool) -> None:
     """How often the engine's move at `go nodes 1` is Stockfish's, on Stockfish's moves ([%eval]) from --from-ply
     on in games of PGN files (plain or .xz/.gz/.bz2), or with --played the move played, on every move from
     --from-ply on; by default only in the games of the corpus's validation split, which no training run on the
@@ -395,12 +401,11 @@ def agreement_command(files: tuple[Path, ...], command: str, options: list[str],
     command = _engine_command(command or OWN_ENGINE)
     period = None if all_games else validation_period
     with clear_errors():
-        selection = select_positions(files, from_ply, count, seed, period, played, progress=True)
+        selection = select_positions(files, from_ply, count, seed, period, played, player, progress=True)
         counts = ask_engine(selection, command, engine_options, progress=True, workers=workers)
     settings = {"engine": command, "options": engine_options, "limit": "go nodes 1", "files": [str(f) for f in files],
                 "games": "all" if all_games else f"validation split, 1 in {validation_period}",
-                "moves": "played" if played else "Stockfish's ([%eval])", "from_ply": from_ply, "count": count,
-                "seed": seed}
+                "moves": _moves_asked(played, player), "from_ply": from_ply, "count": count, "seed": seed}
     result = figures(selection, counts, settings)
     click.echo(json.dumps(result, indent=1) if as_json else f"{headline(result)}\n{figures_text(result)}")
 
@@ -409,10 +414,10 @@ def agreement_command(files: tuple[Path, ...], command: str, options: list[str],
 @click.argument("files", nargs=-1, required=True, type=EXISTING_FILES)
 @options_from(PolicyAgreementConfig, rename={"networks": "--network"})
 @options_from(AgreementConfig, only=("from_ply", "played", "count", "seed", "validation_period", "all_games",
-                                     "as_json"), rename={"as_json": "--json"})
+                                     "player", "as_json"), rename={"as_json": "--json"})
 def policy_agreement_command(files: tuple[Path, ...], networks: list[Path], threads: int, from_ply: int,
                              played: bool, count: int, seed: int, validation_period: int, all_games: bool,
-                             as_json: bool) -> None:
+                             player: str, as_json: bool) -> None:
     """How often each network's policy names the move of the game (top-1, top-3) and its cross-entropy there, on
     the positions `agreement` asks the engine about (the same options), in this process: the networks side by side,
     each as the engine reads it, with the top-1 gain of each over the first (e.g. a fine-tune over its original)."""
@@ -420,9 +425,9 @@ def policy_agreement_command(files: tuple[Path, ...], networks: list[Path], thre
     from training.resnet.played import measure
     with clear_errors():
         selection = select_positions(files, from_ply, count, seed, None if all_games else validation_period, played,
-                                     progress=True)
+                                     player, progress=True)
         result = measure(selection, networks, threads, progress=True)
-    result["settings"] = {"files": [str(f) for f in files], "moves": "played" if played else "Stockfish's ([%eval])",
+    result["settings"] = {"files": [str(f) for f in files], "moves": _moves_asked(played, player),
                           "games": "all" if all_games else f"validation split, 1 in {validation_period}",
                           "from_ply": from_ply, "count": count, "seed": seed}
     click.echo(json.dumps(result, indent=1) if as_json else figures_text(result))

@@ -470,6 +470,8 @@ class AgreementConfig:
     validation_period: int = setting(CorpusConfig.validation_period, "The corpus's validation split: games whose "
                                      "identity (a hash of the moves) is a multiple of this.", bounds=(2, None))
     all_games: bool = setting(False, "Take every game, not only the corpus's validation split.")
+    player: str = setting("", "Only the moves of the player whose name (White or Black header) contains this, "
+                              "case-insensitively (the corpus's --player).")
     workers: int = setting(1, "Engines asked at once, each about its share of the positions (the figures do not "
                               "depend on it).", bounds=(1, None))
     as_json: bool = setting(False, "Print the figures as JSON.")

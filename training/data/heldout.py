@@ -21,7 +21,7 @@ import chess.pgn
 import numpy as np
 
 from training.data.corpus.config import CorpusConfig
-from training.data.pgn import ReadStats, iter_games
+from training.data.pgn import ReadStats, iter_games, player_colours
 from training.data.split import game_identity, hash_held_out
 
 #: The normal quantile of a two-sided 95% interval.
@@ -66,11 +66,12 @@ class Selection:
                 "games_skipped": dict(self.skipped)}
 
 
-def eligible_plies(game: chess.pgn.Game, from_ply: int, played: bool = False) -> list[int]:
+def eligible_plies(game: chess.pgn.Game, from_ply: int, played: bool = False,
+                   movers: frozenset[chess.Color] = frozenset(chess.COLORS)) -> list[int]:
     """Plies from ``from_ply`` on whose move carries an [%eval] (Stockfish's move, not a book or random one), or
-    with ``played`` every one."""
+    with ``played`` every one; only the moves of ``movers``."""
     return [ply for ply, node in enumerate(game.mainline())
-            if ply >= from_ply and (played or node.eval() is not None)]
+            if ply >= from_ply and node.parent.turn() in movers and (played or node.eval() is not None)]
 
 
 def in_split(game: chess.pgn.Game, period: Optional[int]) -> bool:
@@ -79,9 +80,11 @@ def in_split(game: chess.pgn.Game, period: Optional[int]) -> bool:
 
 
 def select_positions(files: Iterable[Path], from_ply: int = 16, count: int = 3000, seed: int = 1,
-                     period: Optional[int] = CorpusConfig.validation_period, played: bool = False, progress: bool = False) -> Selection:
+                     period: Optional[int] = CorpusConfig.validation_period, played: bool = False, player: str = "",
+                     progress: bool = False) -> Selection:
     """Every eligible position of the files' games in the split, then a seeded sample of ``count`` of them
-    (0 or more than there are: all), in the files' order."""
+    (0 or more than there are: all), in the files' order; with ``player``, only that player's moves (the corpus's
+    rule, training.data.pgn.player_colours)."""
     from tqdm import tqdm
     stats = ReadStats()
     selection = Selection([], [])
@@ -94,14 +97,18 @@ def select_positions(files: Iterable[Path], from_ply: int = 16, count: int = 300
                 if not in_split(game, period):
                     continue
                 selection.games_in_split += 1
-                plies = eligible_plies(game, from_ply, played)
+                movers = frozenset(player_colours(game.headers, player)) if player else frozenset(chess.COLORS)
+                if not movers:
+                    selection.skipped["games without the player"] += 1
+                    continue
+                plies = eligible_plies(game, from_ply, played, movers)
                 if plies:
                     number = len(selection.games)
                     selection.games.append(Game(f"{path.name} game {index + 1}", game.headers.get("FEN"),
                                                 tuple(game.mainline_moves())))
                     eligible.extend((number, ply) for ply in plies)
-    selection.skipped = stats.skipped
     selection.games_read += sum(stats.skipped.values())
+    selection.skipped.update(stats.skipped)
     selection.positions_eligible = len(eligible)
     if 0 < count < len(eligible):
         chosen = np.sort(np.random.default_rng(seed).choice(len(eligible), count, replace=False))

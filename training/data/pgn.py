@@ -86,6 +86,14 @@ def _rating(headers: chess.pgn.Headers, key: str) -> Optional[int]:
         return None
 
 
+def player_colours(headers: chess.pgn.Headers, player: str) -> set[chess.Color]:
+    """The colours whose player's name (the White and Black headers) contains ``player``, case-insensitively:
+    how a person's own moves are told from the opponents' (e.g. ``Carlsen`` matches "Carlsen,M")."""
+    wanted = player.casefold()
+    return {colour for colour, key in ((chess.WHITE, "White"), (chess.BLACK, "Black"))
+            if wanted in headers.get(key, "").casefold()}
+
+
 def iter_games(path: Path, stats: ReadStats, worker: int = 0, workers: int = 1
                ) -> Iterator[tuple[int, chess.pgn.Game]]:
     """(index, game) for the games of ``path`` with index % workers == worker; parse errors raise DataError."""

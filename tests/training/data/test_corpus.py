@@ -365,3 +365,32 @@ def test_every_encoding_is_prepared_as_the_engine_encodes_the_game(tmp_path, cac
     once = {key: planes[0] for key, planes in expected.items() if len(planes) == 1 and key in rows}
     assert len(once) > 60
     assert all(rows[key][0] == planes for key, planes in once.items())
+
+
+def test_a_player_filter_keeps_only_that_players_moves(tmp_path, cache_dir):
+    """--player: the records are the positions where the named player (a part of the White or Black header, any
+    case) is to move; a game without the player adds none and is counted; the split stays the games'."""
+    games = [random_game(seed, annotated=False) for seed in range(8)]
+    for number, game in enumerate(games):
+        game.headers["White"], game.headers["Black"] = ("Carlsen,M", f"Rival {number}") if number % 2 else \
+            (f"Rival {number}", "Carlsen,M")
+    games[0].headers["Black"] = "Somebody Else"
+    path = tmp_path / "carlsen.pgn"
+    path.write_text("".join(f"{game}\n\n" for game in games))
+    rows = by_key(make([path], skip_plies=0, player="carlsen").directory)
+    expected = set()
+    for game in games[1:]:
+        colour = chess.WHITE if game.headers["White"] == "Carlsen,M" else chess.BLACK
+        board = game.board()
+        for node in game.mainline():
+            if board.turn == colour:
+                expected.add(chess.polyglot.zobrist_hash(board))
+            board.push(node.move)
+    assert set(rows) == expected
+    every = by_key(make([path], skip_plies=0).directory)
+    assert expected < set(every)
+    assert all(every[key][9] == rows[key][9] for key in rows)  # the same games held out
+    result = CliRunner().invoke(cli, ["corpus", "--no-shared", "--no-added", "--player", "Carlsen", "--workers", "1",
+                                      str(path)])
+    assert result.exit_code == 0, result.output
+    assert "skipped 1 games without the player" in result.output

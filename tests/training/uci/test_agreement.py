@@ -3,6 +3,7 @@ the seed), the agreement it counts, the failures it names, and a run against the
 
 from __future__ import annotations
 
+import io
 import json
 import random
 import shlex
@@ -237,3 +238,25 @@ def test_the_engine_end_to_end(games, pgn, driver):
                                    "games_with_positions": len(games),
                                    "positions": len(expected_positions(games, 16, split=False)),
                                    "games_skipped": {}}
+
+
+def test_a_player_filter_asks_only_about_that_players_moves(games, pgn, tmp_path):
+    named = []
+    for number, game in enumerate(games):
+        game = chess.pgn.read_game(io.StringIO(str(game)))
+        game.headers["White"], game.headers["Black"] = ("Carlsen,M", "Rival") if number % 2 else ("Rival", "Carlsen,M")
+        named.append(game)
+    named[0].headers["White"] = named[0].headers["Black"] = "Somebody Else"
+    path = tmp_path / "named.pgn"
+    path.write_text("\n\n".join(str(game) for game in named) + "\n")
+    selection = select_positions([path], from_ply=10, count=0, period=None, played=True, player="CARLSEN")
+    expected = []
+    for game in named[1:]:
+        colour = chess.WHITE if game.headers["White"] == "Carlsen,M" else chess.BLACK
+        board = game.board()
+        for ply, node in enumerate(game.mainline()):
+            if ply >= 10 and board.turn == colour:
+                expected.append((board.fen(), node.move.uci()))
+            board.push(node.move)
+    assert positions_of(selection) == expected
+    assert selection.games_read == len(named) and selection.skipped == {"games without the player": 1}

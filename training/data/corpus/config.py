@@ -39,6 +39,8 @@ class CorpusConfig:
     skip_plies: int = setting(8, "In games without [%eval] (human games): skip the first N plies. Annotated games "
                                  "keep every engine move and none of the book or random moves.")
     min_rating: int = setting(0, "Skip games with a player rated below this.")
+    player: str = setting("", "Only the moves of the player whose name (White or Black header) contains this, "
+                              "case-insensitively: a person's own moves; games without them add none.")
     temperature: float = setting(DEFAULT_TEMPERATURE, "Soft-policy temperature of MultiPV labels in centipawns.")
     validation_period: int = setting(20, "Hold out one game in N (by a hash of its moves) as the validation split.")
     exclude: list[str] = setting([], "Shard directory whose positions are left out, besides testset/ (repeatable).",

@@ -38,6 +38,8 @@ def part_settings(path: Path, config: CorpusConfig) -> dict:
         settings["encoding_revision"] = ENCODING_REVISIONS[config.encoding]
     if kind == "games":
         settings.update(skip_plies=config.skip_plies, min_rating=config.min_rating)
+        if config.player:
+            settings["player"] = config.player
     else:
         settings.update(temperature=config.temperature)
     return settings

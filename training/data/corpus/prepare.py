@@ -2,7 +2,8 @@
 
 Rows of a game file: in games with ``[%eval]`` annotations every annotated (engine) move, its policy the move
 played, its W/D/L target the eval through Stockfish's model (the eval also in ``policy_score``); in games without
-(human games) every move from ``skip_plies`` on, no engine value. Rows of a MultiPV file: the soft policy and
+(human games) every move from ``skip_plies`` on, no engine value; with a ``player``, only that player's moves. Rows
+of a MultiPV file: the soft policy and
 W/D/L of training.data.targets' ``engine_label``. Every position of every readable game is also kept with the
 game's identity (SEEN), recorded or not, for the validation split.
 """
@@ -27,13 +28,15 @@ from training.data.corpus.config import CorpusConfig
 from training.data.corpus.files import file_kind
 from training.data.corpus.parts import SEEN, PartWriter, part_entry, part_settings
 from training.data.multipv import labelled_records
-from training.data.pgn import RESULT_WHITE, ReadStats, iter_games, open_text
+from training.data.pgn import RESULT_WHITE, ReadStats, iter_games, open_text, player_colours
 from training.data.shards import TRAINING_COLUMNS, Record, records_to_arrays
 from training.data.split import game_identity
 from training.data.targets import score_cp, wdl_target
 
 #: Positions held in memory at a time while a part is prepared.
 CHUNK = 1 << 16
+#: The movers whose moves a game adds without a player filter.
+BOTH_COLOURS = frozenset(chess.COLORS)
 
 
 class GameRows:
@@ -48,13 +51,14 @@ class GameRows:
         self.writer, self.encoding = writer, encoding
         self.lists: dict[str, list] = {name: [] for name in self.RECORD_LISTS + tuple(SEEN)}
 
-    def add_game(self, game: chess.pgn.Game, skip_plies: int) -> int:
-        """Add the game's records (see the module's docstring) and every position it passes through; returns the
-        records added. A game that cannot be encoded adds nothing and raises ValueError."""
+    def add_game(self, game: chess.pgn.Game, skip_plies: int, movers: frozenset[chess.Color] = BOTH_COLOURS) -> int:
+        """Add the game's records (see the module's docstring) of the moves of ``movers`` and every position it
+        passes through; returns the records added. A game that cannot be encoded adds nothing and raises
+        ValueError."""
         lists = self.lists
         records_before, seen_before = len(lists["key"]), len(lists["seen_key"])
         try:
-            self._add_moves(game, skip_plies)
+            self._add_moves(game, skip_plies, movers)
         except (ValueError, KeyError, IndexError, AssertionError) as error:
             for name, column in lists.items():
                 del column[seen_before if name in SEEN else records_before:]
@@ -67,7 +71,7 @@ class GameRows:
             self.flush()
         return added
 
-    def _add_moves(self, game: chess.pgn.Game, skip_plies: int) -> None:
+    def _add_moves(self, game: chess.pgn.Game, skip_plies: int, movers: frozenset[chess.Color]) -> None:
         lists = self.lists
         result_white = RESULT_WHITE[game.headers.get("Result", "*")]
         nodes = list(game.mainline())
@@ -77,7 +81,7 @@ class GameRows:
         for index, (node, score) in enumerate(zip(nodes, evals)):
             key = chess.polyglot.zobrist_hash(board)
             lists["seen_key"].append(key)
-            if score is not None or (not annotated and index >= skip_plies):
+            if board.turn in movers and (score is not None or (not annotated and index >= skip_plies)):
                 turn = board.turn
                 lists["key"].append(key)
                 if self.encoding.history == 1:
@@ -132,8 +136,14 @@ def _read_games(path: Path, rows: GameRows, settings: dict, stats: ReadStats, ti
             if any(r.isdigit() and int(r) < settings["min_rating"] for r in ratings):
                 stats.skipped["games below the minimum rating"] += 1
                 continue
+        movers = BOTH_COLOURS
+        if settings.get("player"):
+            movers = frozenset(player_colours(game.headers, settings["player"]))
+            if not movers:
+                stats.skipped["games without the player"] += 1
+                continue
         try:
-            stats.positions += rows.add_game(game, settings["skip_plies"])
+            stats.positions += rows.add_game(game, settings["skip_plies"], movers)
         except ValueError as error:
             stats.error("games that cannot be encoded", f"{path.name} game {index + 1}: {error}")
 
