@@ -2,10 +2,9 @@
 
 Rows of a game file: in games with ``[%eval]`` annotations every annotated (engine) move, its policy the move
 played, its W/D/L target the eval through Stockfish's model (the eval also in ``policy_score``); in games without
-(human games) every move from ``skip_plies`` on, no engine value; with a ``player``, only that player's moves. Rows
-of a MultiPV file: the soft policy and
-W/D/L of training.data.targets' ``engine_label``. Every position of every readable game is also kept with the
-game's identity (SEEN), recorded or not, for the validation split.
+(human games) every move from ``skip_plies`` on, no engine value; with a ``player``, only that player's moves.
+Rows of a MultiPV file: the soft policy and W/D/L of training.data.targets' ``engine_label``. Every position of
+every readable game is also kept with the game's identity (SEEN), recorded or not, for the validation split.
 """
 
 from __future__ import annotations
