@@ -321,6 +321,21 @@ def load_dir(directory: Path, encoding: Optional[str] = None, columns: Iterable[
     return concatenate(parts), meta
 
 
+def load_dir_encoded(directory: Path, encoding: Encoding) -> tuple[dict[str, np.ndarray], dict]:
+    """All shards of ``directory`` with their planes in ``encoding``: as stored, or encoded anew from the shards'
+    FENs (a network of another encoding measured on a test set). A FEN holds no game: an encoding that shows
+    history or last moves sees a game that starts there, and the meta's ``planes`` says so."""
+    meta = read_meta(directory)
+    if meta["encoding"] == encoding.name:
+        return load_dir(directory)
+    arrays, meta = load_dir(directory)
+    arrays["planes"] = np.array([np.packbits(encoding.binary(chess.Board(fen.decode())).reshape(-1),
+                                             bitorder="little") for fen in arrays["fen"]],
+                                dtype=np.uint8).reshape(len(arrays["fen"]), encoding.binary_planes * 8)
+    history = "" if encoding.position_only else ", no game before them"
+    return arrays, {**meta, "planes": f"{encoding.name} from the FENs{history} (stored: {meta['encoding']})"}
+
+
 def dir_keys(directory: Path) -> set[int]:
     """Zobrist keys of every position in the complete shards of ``directory`` (for deduplication)."""
     keys: set[int] = set()

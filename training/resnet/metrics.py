@@ -92,7 +92,7 @@ def legal_mask(planes: np.ndarray, encoding: Encoding, fens: Optional[np.ndarray
 def evaluate_network(path: Path, test: Path, batch_size: int = 256) -> dict:
     """Figures of the network in ``path`` on the shard directory ``test`` (the net's policy over legal moves)."""
     network = Network(path)
-    arrays, meta = shards.load_dir(test, network.encoding.name)
+    arrays, meta = shards.load_dir_encoded(test, network.encoding)
     n = len(arrays["key"])
     offsets = torch.from_numpy(arrays["policy_offset"])
     index = torch.from_numpy(arrays["policy_index"].astype(np.int64))
@@ -112,4 +112,4 @@ def evaluate_network(path: Path, test: Path, batch_size: int = 256) -> dict:
         for name, total in figures.items():
             sums[name] = sums.get(name, 0.0) + total
     return {"network": str(path), "test": str(test), "positions": n, "labeller": meta.get("labeller"),
-            **finish(sums, n)}
+            "planes": meta.get("planes", f"{network.encoding.name} as stored"), **finish(sums, n)}
