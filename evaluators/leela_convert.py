@@ -37,8 +37,7 @@ from evaluators.encoding import FIFTY_MOVE_PLIES
 from evaluators.leela import Conv, Dense, LeelaNetwork, read_network
 from evaluators.lc0_policy import az_conv_sources, az_sources
 from evaluators.moves import KING_TAKES_ROOK, OWN_SLOT
-from evaluators.onnx_model import KIND_KEY
-from evaluators.resnet import CASTLING_KEY, KIND, QUEEN_PROMOTION_KEY
+from evaluators.onnx_model import CASTLING_KEY, KIND_KEY, QUEEN_PROMOTION_KEY, RESNET_KIND
 from hackmate_core.user_cache import root
 
 #: The cache's folder of converted networks.
@@ -99,7 +98,7 @@ def input_weights(weights: np.ndarray) -> np.ndarray:
 
 def metadata(network: LeelaNetwork, extra: dict) -> dict[str, Any]:
     """The converted file's metadata: what :class:`~evaluators.resnet.ResNetEvaluator` checks, and the source."""
-    return {KIND_KEY: KIND, "encoding": "lc0-112", "policy_layout": "az-8x8x73", "value_head": "wdl",
+    return {KIND_KEY: RESNET_KIND, "encoding": "lc0-112", "policy_layout": "az-8x8x73", "value_head": "wdl",
             CASTLING_KEY: KING_TAKES_ROOK, QUEEN_PROMOTION_KEY: OWN_SLOT, "network": network.description,
             "converter": CONVERTER_VERSION, **extra}
 

@@ -17,6 +17,12 @@ from evaluators.base import LoadError
 
 #: Metadata key naming what kind of network a file holds.
 KIND_KEY = "hackmate.kind"
+#: The kind of a policy-value network (evaluators.resnet's): training.resnet.export's files and Leela networks
+#: converted by evaluators.leela_convert.
+RESNET_KIND = "resnet-policy-value"
+#: Metadata keys of how the policy encodes castling and queen promotions (:class:`evaluators.moves.PolicySlots`);
+#: a file without them (the training package's) has the king's two-square step and the push's slot.
+CASTLING_KEY, QUEEN_PROMOTION_KEY = "castling", "queen_promotion"
 #: The ``Backend`` choices, and the providers each asks onnxruntime for, best first (the CPU's always last).
 CPU_PROVIDER = "CPUExecutionProvider"
 BACKEND_PROVIDERS = {"auto": ("CUDAExecutionProvider",), "cpu": (),

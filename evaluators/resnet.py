@@ -41,13 +41,10 @@ from evaluators.encoding import (ENCODINGS, Encoding, assemble, get_encoding, la
                                  unpack_unflipped)
 from evaluators.leela import is_leela_file
 from evaluators.moves import KING_TWO_SQUARES, PUSH_SLOT, PolicySlots, mirror_move
-from evaluators.onnx_model import BACKENDS, CPU_PROVIDER, open_session, running_provider
+from evaluators.onnx_model import (BACKENDS, CASTLING_KEY, CPU_PROVIDER, QUEEN_PROMOTION_KEY, RESNET_KIND, open_session,
+                                   running_provider)
 from hackmate_core.options import Option
 
-KIND = "resnet-policy-value"
-#: Metadata keys of how the policy encodes castling and queen promotions (:class:`evaluators.moves.PolicySlots`);
-#: a file without them (the training package's) has the king's two-square step and the push's slot.
-CASTLING_KEY, QUEEN_PROMOTION_KEY = "castling", "queen_promotion"
 #: Metadata key of an int8 file (``python -m training quantize``): the SHA-256 of the fp32 file it was quantised
 #: from.
 INT8_OF_KEY = "hackmate.int8_of"
@@ -139,7 +136,7 @@ class ResNetEvaluator(Evaluator):
             from evaluators.leela_convert import converted  # onnx is imported only for a Leela network
             self.path = converted(self.source)
             self.int8_path = self._int8_asked or int8_companion(self.path)
-        session, metadata = open_session(self.path, KIND, self.threads, self.backend)
+        session, metadata = open_session(self.path, RESNET_KIND, self.threads, self.backend)
         encoding_name = metadata.get("encoding")
         if encoding_name not in ENCODINGS:
             raise LoadError(f"{self.path}: unknown board encoding {encoding_name!r} (this engine knows "
@@ -170,7 +167,7 @@ class ResNetEvaluator(Evaluator):
                                  f"no int8 copy {self.int8_path.name} beside {self.path} (python -m training quantize)")
             return None
         try:
-            session, metadata = open_session(self.int8_path, KIND, self.threads, self.backend)
+            session, metadata = open_session(self.int8_path, RESNET_KIND, self.threads, self.backend)
         except LoadError as error:
             self.int8_problem = str(error)
             return None
@@ -234,7 +231,7 @@ class ResNetEvaluator(Evaluator):
         """New sessions with the current threads and backend, where the network is loaded (a running batch keeps
         the old ones)."""
         if self._session is not None:
-            self._session, _ = open_session(self.path, KIND, self.threads, self.backend)
+            self._session, _ = open_session(self.path, RESNET_KIND, self.threads, self.backend)
             self._int8_session = self._open_int8()
 
     @property

@@ -15,6 +15,8 @@
 #include "binding.h"
 #include "cab.h"
 
+/* The module's dotted name, which its types' names begin with (binding.h's HB_TYPE). */
+#define HB_MODULE "hackmate_core._calphabeta"
 /* Raised when a method changes, so that hackmate_core.compiled refuses a stale build. */
 #define API_VERSION 1
 /* A table of more slots would not fit in memory anyway; the bound keeps size * entry size in range. */
@@ -206,40 +208,41 @@ static int Searcher_set_seldepth(SearcherObject *self, PyObject *value, void *un
 }
 
 static PyMethodDef Searcher_methods[] = {
-    {"start", (PyCFunction)(void (*)(void))Searcher_start, METH_VARARGS | METH_KEYWORDS,
-     "start(state, chess960, keys, evaluation, history, max_nodes, probe_max_pieces): a new search of the root "
-     "state (hackmate_core._cboard.Board.state()); keys: the Polyglot keys of the game's positions before it "
-     "since the last irreversible move; evaluation: 896 centipawns [colour][piece type 0..6][square]; history: "
-     "4096 counts [from * 64 + to]; max_nodes: None or the node budget; tablebases are probed at up to "
-     "probe_max_pieces pieces. ValueError for a position the compiled board does not take."},
-    {"search", (PyCFunction)(void (*)(void))Searcher_search, METH_VARARGS | METH_KEYWORDS,
-     "search(depth, excluded, allowed, stopped, probe): one root search at depth: (score, pv codes), or None when "
-     "stopped(nodes) or the node budget stopped it. excluded: root move codes to skip; allowed: None or the only "
-     "root move codes to search; probe(state) -> +1 / 0 / -1 / None: a tablebase result, or None for no tables."},
-    {"history", (PyCFunction)Searcher_history, METH_NOARGS, "history(): the 4096 history counts [from * 64 + to]."},
-    {"clear", (PyCFunction)Searcher_clear, METH_NOARGS, "clear(): empty the transposition table."},
-    {"hashfull", (PyCFunction)Searcher_hashfull, METH_NOARGS,
-     "hashfull(): permille of the first 1000 slots used by the current search."},
-    {NULL, NULL, 0, NULL},
+    HB_METHOD("start", Searcher_start, METH_VARARGS | METH_KEYWORDS,
+              "start(state, chess960, keys, evaluation, history, max_nodes, probe_max_pieces): a new search of the "
+              "root state (hackmate_core._cboard.Board.state()); keys: the Polyglot keys of the game's positions "
+              "before it since the last irreversible move; evaluation: 896 centipawns [colour][piece type "
+              "0..6][square]; history: 4096 counts [from * 64 + to]; max_nodes: None or the node budget; tablebases "
+              "are probed at up to probe_max_pieces pieces. ValueError for a position the compiled board does not "
+              "take."),
+    HB_METHOD("search", Searcher_search, METH_VARARGS | METH_KEYWORDS,
+              "search(depth, excluded, allowed, stopped, probe): one root search at depth: (score, pv codes), or "
+              "None when stopped(nodes) or the node budget stopped it. excluded: root move codes to skip; allowed: "
+              "None or the only root move codes to search; probe(state) -> +1 / 0 / -1 / None: a tablebase result, "
+              "or None for no tables."),
+    HB_METHOD("history", Searcher_history, METH_NOARGS, "history(): the 4096 history counts [from * 64 + to]."),
+    HB_METHOD("clear", Searcher_clear, METH_NOARGS, "clear(): empty the transposition table."),
+    HB_METHOD("hashfull", Searcher_hashfull, METH_NOARGS,
+              "hashfull(): permille of the first 1000 slots used by the current search."),
+    HB_END,
 };
 
 static PyGetSetDef Searcher_getset[] = {
-    {"nodes", (getter)Searcher_get_nodes, NULL, "nodes searched since start().", NULL},
-    {"seldepth", (getter)Searcher_get_seldepth, (setter)Searcher_set_seldepth, "the deepest ply reached.", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
+    HB_GETTER("nodes", Searcher_get_nodes, "nodes searched since start()."),
+    HB_ATTRIBUTE("seldepth", Searcher_get_seldepth, Searcher_set_seldepth, "the deepest ply reached."),
+    HB_END,
 };
 
-static PyTypeObject SearcherType = HB_TYPE(
-    "hackmate_core._calphabeta.Searcher",
-    "Searcher(slots): search/alphabeta.py's principal variation search in C, with a transposition "
-    "table of that many slots.",
-    SearcherObject, Searcher_new, Searcher_dealloc, Searcher_methods, Searcher_getset);
+HB_TYPE(Searcher,
+        "Searcher(slots): search/alphabeta.py's principal variation search in C, with a transposition "
+        "table of that many slots.",
+        Searcher_new, Searcher_dealloc, Searcher_methods, Searcher_getset);
 
 PyMODINIT_FUNC PyInit__calphabeta(void) {
     static PyTypeObject *const types[] = {&SearcherType, NULL};
-    static const hb_constant constants[] = {{"API_VERSION", API_VERSION}, {"MAX_PLY", CAB_MAX_PLY},
-                                            {"CHECK_NODES_EVERY", CAB_CHECK_NODES_EVERY}, {"MATE", CAB_MATE}, {NULL, 0}};
-    return hb_create_module("hackmate_core._calphabeta",
+    static const hb_constant constants[] = {{"MAX_PLY", CAB_MAX_PLY}, {"CHECK_NODES_EVERY", CAB_CHECK_NODES_EVERY},
+                                            {"MATE", CAB_MATE}, {NULL, 0}};
+    return hb_create_module(HB_MODULE,
                             "The compiled alpha-beta search of search/alphabeta.py (material and piece-square evaluations).",
-                            NULL, types, constants);
+                            API_VERSION, NULL, types, constants);
 }

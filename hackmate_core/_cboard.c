@@ -11,6 +11,8 @@
 #include "binding.h"
 #include "cboard.h"
 
+/* The module's dotted name, which its types' names begin with (binding.h's HB_TYPE). */
+#define HB_MODULE "hackmate_core._cboard"
 /* Raised in the API version when a method changes, so that hackmate_core.compiled refuses a stale build. */
 #define API_VERSION 1
 /* Deeper perft would run for days; the bound keeps the C recursion small. */
@@ -427,62 +429,60 @@ static PyObject *Board_get_ply(BoardObject *self, void *unused) {
 }
 
 static PyMethodDef Board_methods[] = {
-    {"from_board", (PyCFunction)(void (*)(void))Board_from_board, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
-     "from_board(board, history=True): the position of a chess.Board; with history its move stack is replayed "
-     "from board.root() so that repetitions count the game's earlier positions. ValueError for a position the "
-     "compiled board does not take (variants, no or two kings of a side, pawns on a back rank, more than 16 "
-     "pieces of a side, the side not to move in check, unclean castling rights or en-passant square, null moves)."},
-    {"from_fen", (PyCFunction)(void (*)(void))Board_from_fen, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
-     "from_fen(fen, chess960=False): chess.Board(fen, chess960=chess960) as a compiled board."},
-    {"copy", (PyCFunction)Board_copy, METH_NOARGS, "copy(): an independent board with the same history."},
-    {"legal_moves", (PyCFunction)Board_legal_moves, METH_NOARGS,
-     "legal_moves(): the move codes from | to << 6 | promotion << 12 in python-chess's generate_legal_moves() "
-     "order."},
-    {"push", (PyCFunction)Board_push, METH_O, "push(code): make a legal move (ValueError for any other code)."},
-    {"pop", (PyCFunction)Board_pop, METH_NOARGS, "pop(): unmake the last move and return its code (IndexError)."},
-    {"gives_check", (PyCFunction)Board_gives_check, METH_O,
-     "gives_check(codes): for each legal move code, whether it checks (chess.Board.gives_check)."},
-    {"perft", (PyCFunction)Board_perft, METH_O, "perft(depth): leaf nodes depth plies below the position."},
-    {"divide", (PyCFunction)Board_divide, METH_O,
-     "divide(depth): [(code, perft(depth - 1) after it)] for each legal move, in order."},
-    {"result", (PyCFunction)Board_result, METH_VARARGS,
-     "result(tree_plies=0): hackmate_core.rules.game_result: -1 checkmated, 0 drawn, None going on; the last "
-     "tree_plies moves were made inside the search tree."},
-    {"is_repetition", (PyCFunction)Board_is_repetition, METH_VARARGS,
-     "is_repetition(tree_plies=0): hackmate_core.rules.repetition_draw."},
-    {"is_check", (PyCFunction)Board_is_check, METH_NOARGS, "is_check(): the side to move is in check."},
-    {"is_insufficient_material", (PyCFunction)Board_is_insufficient_material, METH_NOARGS,
-     "is_insufficient_material(): chess.Board.is_insufficient_material."},
-    {"state", (PyCFunction)Board_state, METH_NOARGS,
-     "state(): (pawns, knights, bishops, rooks, queens, kings, white, black, turn, castling_rights, ep_square, "
-     "halfmove_clock, fullmove_number) as python-chess holds them."},
-    {NULL, NULL, 0, NULL},
+    HB_METHOD("from_board", Board_from_board, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+              "from_board(board, history=True): the position of a chess.Board; with history its move stack is "
+              "replayed from board.root() so that repetitions count the game's earlier positions. ValueError for a "
+              "position the compiled board does not take (variants, no or two kings of a side, pawns on a back rank, "
+              "more than 16 pieces of a side, the side not to move in check, unclean castling rights or en-passant "
+              "square, null moves)."),
+    HB_METHOD("from_fen", Board_from_fen, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+              "from_fen(fen, chess960=False): chess.Board(fen, chess960=chess960) as a compiled board."),
+    HB_METHOD("copy", Board_copy, METH_NOARGS, "copy(): an independent board with the same history."),
+    HB_METHOD("legal_moves", Board_legal_moves, METH_NOARGS,
+              "legal_moves(): the move codes from | to << 6 | promotion << 12 in python-chess's "
+              "generate_legal_moves() order."),
+    HB_METHOD("push", Board_push, METH_O, "push(code): make a legal move (ValueError for any other code)."),
+    HB_METHOD("pop", Board_pop, METH_NOARGS, "pop(): unmake the last move and return its code (IndexError)."),
+    HB_METHOD("gives_check", Board_gives_check, METH_O,
+              "gives_check(codes): for each legal move code, whether it checks (chess.Board.gives_check)."),
+    HB_METHOD("perft", Board_perft, METH_O, "perft(depth): leaf nodes depth plies below the position."),
+    HB_METHOD("divide", Board_divide, METH_O,
+              "divide(depth): [(code, perft(depth - 1) after it)] for each legal move, in order."),
+    HB_METHOD("result", Board_result, METH_VARARGS,
+              "result(tree_plies=0): hackmate_core.rules.game_result: -1 checkmated, 0 drawn, None going on; the "
+              "last tree_plies moves were made inside the search tree."),
+    HB_METHOD("is_repetition", Board_is_repetition, METH_VARARGS,
+              "is_repetition(tree_plies=0): hackmate_core.rules.repetition_draw."),
+    HB_METHOD("is_check", Board_is_check, METH_NOARGS, "is_check(): the side to move is in check."),
+    HB_METHOD("is_insufficient_material", Board_is_insufficient_material, METH_NOARGS,
+              "is_insufficient_material(): chess.Board.is_insufficient_material."),
+    HB_METHOD("state", Board_state, METH_NOARGS,
+              "state(): (pawns, knights, bishops, rooks, queens, kings, white, black, turn, castling_rights, "
+              "ep_square, halfmove_clock, fullmove_number) as python-chess holds them."),
+    HB_END,
 };
 
 static PyGetSetDef Board_getset[] = {
-    {"key", (getter)Board_get_key, NULL,
-     "64-bit Zobrist key of the position as python-chess's _transposition_key sees it (every castling right, "
-     "the en-passant file only when the capture is legal): equal positions for repetitions.", NULL},
-    {"polyglot_key", (getter)Board_get_polyglot_key, NULL, "chess.polyglot.zobrist_hash of the position.", NULL},
-    {"turn", (getter)Board_get_turn, NULL, "True: white to move.", NULL},
-    {"halfmove_clock", (getter)Board_get_halfmove_clock, NULL, "half-moves since the last capture or pawn move.",
-     NULL},
-    {"chess960", (getter)Board_get_chess960, NULL, "castling moves are encoded as king takes rook.", NULL},
-    {"ply", (getter)Board_get_ply, NULL, "moves in the board's history (replayed ones included).", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
+    HB_GETTER("key", Board_get_key,
+              "64-bit Zobrist key of the position as python-chess's _transposition_key sees it (every castling "
+              "right, the en-passant file only when the capture is legal): equal positions for repetitions."),
+    HB_GETTER("polyglot_key", Board_get_polyglot_key, "chess.polyglot.zobrist_hash of the position."),
+    HB_GETTER("turn", Board_get_turn, "True: white to move."),
+    HB_GETTER("halfmove_clock", Board_get_halfmove_clock, "half-moves since the last capture or pawn move."),
+    HB_GETTER("chess960", Board_get_chess960, "castling moves are encoded as king takes rook."),
+    HB_GETTER("ply", Board_get_ply, "moves in the board's history (replayed ones included)."),
+    HB_END,
 };
 
-static PyTypeObject BoardType = HB_TYPE(
-    "hackmate_core._cboard.Board",
-    "A chess position with its history, python-chess's rules in C. Build one with Board.from_board "
-    "or Board.from_fen.",
-    BoardObject, NULL, Board_dealloc, Board_methods, Board_getset);
+HB_TYPE(Board,
+        "A chess position with its history, python-chess's rules in C. Build one with Board.from_board "
+        "or Board.from_fen.",
+        NULL, Board_dealloc, Board_methods, Board_getset);
 
 PyMODINIT_FUNC PyInit__cboard(void) {
     static PyTypeObject *const types[] = {&BoardType, NULL};
-    static const hb_constant constants[] = {{"API_VERSION", API_VERSION}, {"MAX_MOVES", CB_MAX_MOVES},
-                                            {"MAX_PERFT_DEPTH", MAX_PERFT_DEPTH}, {NULL, 0}};
-    return hb_create_module("hackmate_core._cboard",
-                            "The compiled chess board of hackmate_core (python-chess's rules in C).",
-                            NULL, types, constants);
+    static const hb_constant constants[] = {{"MAX_MOVES", CB_MAX_MOVES}, {"MAX_PERFT_DEPTH", MAX_PERFT_DEPTH},
+                                            {NULL, 0}};
+    return hb_create_module(HB_MODULE, "The compiled chess board of hackmate_core (python-chess's rules in C).",
+                            API_VERSION, NULL, types, constants);
 }

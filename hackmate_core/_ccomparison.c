@@ -23,6 +23,8 @@
 #include "ccomp.h"
 #include "ccsearch.h"
 
+/* The module's dotted name, which its types' names begin with (binding.h's HB_TYPE). */
+#define HB_MODULE "hackmate_core._ccomparison"
 /* Raised when a method changes, so that hackmate_core.compiled refuses a stale build. */
 #define API_VERSION 1
 /* The largest best-move table (entries) and features table (megabytes) asked for. */
@@ -262,31 +264,30 @@ static PyObject *Network_get_hidden(NetworkObject *self, void *unused) {
 }
 
 static PyMethodDef Network_methods[] = {
-    {"features", (PyCFunction)Network_features, METH_VARARGS,
-     "features(state, chess960=False): the position's features (bytes of 2 * hidden float32), its accumulator "
-     "computed from scratch."},
-    {"prefers_first", (PyCFunction)Network_prefers_first, METH_VARARGS,
-     "prefers_first(first, second): P(first better for White), both given as features."},
-    {NULL, NULL, 0, NULL},
+    HB_METHOD("features", Network_features, METH_VARARGS,
+              "features(state, chess960=False): the position's features (bytes of 2 * hidden float32), its "
+              "accumulator computed from scratch."),
+    HB_METHOD("prefers_first", Network_prefers_first, METH_VARARGS,
+              "prefers_first(first, second): P(first better for White), both given as features."),
+    HB_END,
 };
 
 static PyGetSetDef Network_getset[] = {
-    {"hidden", (getter)Network_get_hidden, NULL, "features a row (a position has two rows).", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
+    HB_GETTER("hidden", Network_get_hidden, "features a row (a position has two rows)."),
+    HB_END,
 };
 
-static PyTypeObject NetworkType = HB_TYPE(
-    "hackmate_core._ccomparison.Network",
-    "Network(first_weight, first_bias, scale, tower, projection, head, out_weight, out_bias): a DeepChess "
-    "comparator as evaluators/comparator.py prepares it: the first layer in fixed point (int64 [773][width] "
-    "and [width], times scale); tower and head: (weight [in][out], bias [out]) float32 pairs, projection "
-    "one such pair with 2 * hidden outputs (a position's two rows of features); out_weight [in] float32 "
-    "and out_bias: the output logits' differences.",
-    NetworkObject, Network_new, Network_dealloc, Network_methods, Network_getset);
+HB_TYPE(Network,
+        "Network(first_weight, first_bias, scale, tower, projection, head, out_weight, out_bias): a DeepChess "
+        "comparator as evaluators/comparator.py prepares it: the first layer in fixed point (int64 [773][width] "
+        "and [width], times scale); tower and head: (weight [in][out], bias [out]) float32 pairs, projection "
+        "one such pair with 2 * hidden outputs (a position's two rows of features); out_weight [in] float32 "
+        "and out_bias: the output logits' differences.",
+        Network_new, Network_dealloc, Network_methods, Network_getset);
 
 static int read_network(PyObject *object, NetworkObject **out) {
     if (!PyObject_TypeCheck(object, &NetworkType)) {
-        PyErr_SetString(PyExc_TypeError, "expected a hackmate_core._ccomparison.Network");
+        PyErr_SetString(PyExc_TypeError, "expected a " HB_MODULE ".Network");
         return -1;
     }
     *out = (NetworkObject *)object;
@@ -396,19 +397,19 @@ static PyObject *Accumulator_values(AccumulatorObject *self, PyObject *unused) {
 }
 
 static PyMethodDef Accumulator_methods[] = {
-    {"push", (PyCFunction)Accumulator_push, METH_O, "push(code): make a legal move, updating the first layer."},
-    {"pop", (PyCFunction)Accumulator_pop, METH_NOARGS, "pop(): unmake the last move."},
-    {"features", (PyCFunction)Accumulator_features, METH_NOARGS,
-     "features(): the current position's features (bytes of 2 * hidden float32) from the updated first layer."},
-    {"values", (PyCFunction)Accumulator_values, METH_NOARGS, "values(): the first layer's fixed-point sums."},
-    {NULL, NULL, 0, NULL},
+    HB_METHOD("push", Accumulator_push, METH_O, "push(code): make a legal move, updating the first layer."),
+    HB_METHOD("pop", Accumulator_pop, METH_NOARGS, "pop(): unmake the last move."),
+    HB_METHOD("features", Accumulator_features, METH_NOARGS,
+              "features(): the current position's features (bytes of 2 * hidden float32) from the updated first "
+              "layer."),
+    HB_METHOD("values", Accumulator_values, METH_NOARGS, "values(): the first layer's fixed-point sums."),
+    HB_END,
 };
 
-static PyTypeObject AccumulatorType = HB_TYPE(
-    "hackmate_core._ccomparison.Accumulator",
-    "Accumulator(network, state, chess960=False): the network's first layer following moves from the "
-    "position, as the compiled search updates it on make and unmake.",
-    AccumulatorObject, Accumulator_new, Accumulator_dealloc, Accumulator_methods, NULL);
+HB_TYPE(Accumulator,
+        "Accumulator(network, state, chess960=False): the network's first layer following moves from the "
+        "position, as the compiled search updates it on make and unmake.",
+        Accumulator_new, Accumulator_dealloc, Accumulator_methods, NULL);
 
 /* ------------------------------------------------------------------ Searcher */
 
@@ -583,49 +584,48 @@ static PyObject *Searcher_get_root_first(SearcherObject *self, void *unused) {
 }
 
 static PyMethodDef Searcher_methods[] = {
-    {"start", (PyCFunction)(void (*)(void))Searcher_start, METH_VARARGS | METH_KEYWORDS,
-     "start(state, chess960, keys, allowed, probe_max_pieces): a new search of the root state "
-     "(hackmate_core._cboard.Board.state()); keys: the transposition keys of the game's positions before it "
-     "(oldest first) since the last irreversible move; allowed: None or the only root move codes to search; "
-     "tablebases are probed at up to probe_max_pieces pieces. ValueError for a position the compiled board does "
-     "not take."},
-    {"search", (PyCFunction)(void (*)(void))Searcher_search, METH_VARARGS | METH_KEYWORDS,
-     "search(depth, options, stopped, probe): one iteration at depth: the best leaf (bound, mate_ply, draw, "
-     "tablebase_ply, features bytes or None, pv codes), or None when stopped(nodes) said so. options: "
-     "(quiescence, ordering 0-2 as MoveOrdering's choices, hash_move, check_extension, late_move_reductions); "
-     "probe(state) -> +1 / 0 / -1 / None: a tablebase result, or None for no tables."},
-    {"root_best", (PyCFunction)Searcher_root_best, METH_NOARGS,
-     "root_best(): the last iteration's best leaf so far (a stopped one's too), or None."},
-    {"resize", (PyCFunction)Searcher_resize, METH_VARARGS,
-     "resize(best_moves, feature_megabytes): the tables' new sizes (the best-move table keeps its newest)."},
-    {"clear", (PyCFunction)Searcher_clear, METH_NOARGS, "clear(): empty the best-move and features tables."},
-    {"hashfull", (PyCFunction)Searcher_hashfull, METH_NOARGS,
-     "hashfull(): permille of the features table in use (its first 1000 slots)."},
-    {NULL, NULL, 0, NULL},
+    HB_METHOD("start", Searcher_start, METH_VARARGS | METH_KEYWORDS,
+              "start(state, chess960, keys, allowed, probe_max_pieces): a new search of the root state "
+              "(hackmate_core._cboard.Board.state()); keys: the transposition keys of the game's positions before it "
+              "(oldest first) since the last irreversible move; allowed: None or the only root move codes to search; "
+              "tablebases are probed at up to probe_max_pieces pieces. ValueError for a position the compiled board "
+              "does not take."),
+    HB_METHOD("search", Searcher_search, METH_VARARGS | METH_KEYWORDS,
+              "search(depth, options, stopped, probe): one iteration at depth: the best leaf (bound, mate_ply, draw, "
+              "tablebase_ply, features bytes or None, pv codes), or None when stopped(nodes) said so. options: "
+              "(quiescence, ordering 0-2 as MoveOrdering's choices, hash_move, check_extension, "
+              "late_move_reductions); probe(state) -> +1 / 0 / -1 / None: a tablebase result, or None for no tables."),
+    HB_METHOD("root_best", Searcher_root_best, METH_NOARGS,
+              "root_best(): the last iteration's best leaf so far (a stopped one's too), or None."),
+    HB_METHOD("resize", Searcher_resize, METH_VARARGS,
+              "resize(best_moves, feature_megabytes): the tables' new sizes (the best-move table keeps its newest)."),
+    HB_METHOD("clear", Searcher_clear, METH_NOARGS, "clear(): empty the best-move and features tables."),
+    HB_METHOD("hashfull", Searcher_hashfull, METH_NOARGS,
+              "hashfull(): permille of the features table in use (its first 1000 slots)."),
+    HB_END,
 };
 
 static PyGetSetDef Searcher_getset[] = {
-    {"nodes", (getter)Searcher_get_nodes, NULL, "nodes searched since start().", NULL},
-    {"seldepth", (getter)Searcher_get_seldepth, NULL, "the deepest ply reached in the last iteration.", NULL},
-    {"network", (getter)Searcher_get_network, NULL, "the Network it searches with.", NULL},
-    {"root_first", (getter)Searcher_get_root_first, NULL,
-     "the first root move that improved in the last iteration (code), or None.", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
+    HB_GETTER("nodes", Searcher_get_nodes, "nodes searched since start()."),
+    HB_GETTER("seldepth", Searcher_get_seldepth, "the deepest ply reached in the last iteration."),
+    HB_GETTER("network", Searcher_get_network, "the Network it searches with."),
+    HB_GETTER("root_first", Searcher_get_root_first,
+              "the first root move that improved in the last iteration (code), or None."),
+    HB_END,
 };
 
-static PyTypeObject SearcherType = HB_TYPE(
-    "hackmate_core._ccomparison.Searcher",
-    "Searcher(network, best_moves, feature_megabytes): search/comparison.py's search in C, with a "
-    "best-move table of that many entries and a features table of that many megabytes.",
-    SearcherObject, Searcher_new, Searcher_dealloc, Searcher_methods, Searcher_getset);
+HB_TYPE(Searcher,
+        "Searcher(network, best_moves, feature_megabytes): search/comparison.py's search in C, with a "
+        "best-move table of that many entries and a features table of that many megabytes.",
+        Searcher_new, Searcher_dealloc, Searcher_methods, Searcher_getset);
 
 /* ------------------------------------------------------------------ the module */
 
 PyMODINIT_FUNC PyInit__ccomparison(void) {
     static PyTypeObject *const types[] = {&NetworkType, &AccumulatorType, &SearcherType, NULL};
-    static const hb_constant constants[] = {{"API_VERSION", API_VERSION}, {"MAX_PLY", CS_MAX_PLY},
-                                            {"CHECK_NODES_EVERY", CS_CHECK_NODES_EVERY}, {NULL, 0}};
-    return hb_create_module("hackmate_core._ccomparison",
+    static const hb_constant constants[] = {{"MAX_PLY", CS_MAX_PLY}, {"CHECK_NODES_EVERY", CS_CHECK_NODES_EVERY},
+                                            {NULL, 0}};
+    return hb_create_module(HB_MODULE,
                             "The compiled DeepChess comparator and comparison search of search/comparison.py.",
-                            NULL, types, constants);
+                            API_VERSION, NULL, types, constants);
 }

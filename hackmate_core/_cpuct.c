@@ -20,6 +20,8 @@
 #include "cexchange.h"
 #include "cpuct.h"
 
+/* The module's dotted name, which its types' names begin with (binding.h's HB_TYPE). */
+#define HB_MODULE "hackmate_core._cpuct"
 /* Raised when the module's Python API changes, so that search.puct refuses a stale build. */
 #define API_VERSION 9
 
@@ -103,23 +105,22 @@ static PyObject *Position_get_key(PositionObject *self, void *unused) {
 }
 
 static PyMethodDef Position_methods[] = {
-    {"make", (PyCFunction)Position_make, METH_O,
-     "make(code): the position after a legal move (ValueError for any other code)."},
-    {"state", (PyCFunction)Position_state, METH_NOARGS,
-     "state(): (pawns, knights, bishops, rooks, queens, kings, white, black, turn, castling_rights, ep_square, "
-     "halfmove_clock, fullmove_number, chess960) as python-chess holds them."},
-    {NULL, NULL, 0, NULL},
+    HB_METHOD("make", Position_make, METH_O,
+              "make(code): the position after a legal move (ValueError for any other code)."),
+    HB_METHOD("state", Position_state, METH_NOARGS,
+              "state(): (pawns, knights, bishops, rooks, queens, kings, white, black, turn, castling_rights, "
+              "ep_square, halfmove_clock, fullmove_number, chess960) as python-chess holds them."),
+    HB_END,
 };
 
 static PyGetSetDef Position_getset[] = {
-    {"key", (getter)Position_get_key, NULL, "the 64-bit transposition key (cboard.h)", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
+    HB_GETTER("key", Position_get_key, "the 64-bit transposition key (cboard.h)"),
+    HB_END,
 };
 
-static PyTypeObject PositionType = HB_TYPE(
-    "hackmate_core._cpuct.Position",
-    "A compiled board position kept in a PUCT node (made by position() or Position.make()).",
-    PositionObject, NULL, NULL, Position_methods, Position_getset);
+HB_TYPE(Position,
+        "A compiled board position kept in a PUCT node (made by position() or Position.make()).",
+        NULL, NULL, Position_methods, Position_getset);
 
 /* ------------------------------------------------------------------ Leaf */
 
@@ -187,10 +188,9 @@ static void Game_dealloc(GameObject *self) {
     PyObject_Free(self);
 }
 
-static PyTypeObject GameType = HB_TYPE(
-    "hackmate_core._cpuct.Game",
-    "What a search's leaves take from the game before its root (made by game()).",
-    GameObject, NULL, Game_dealloc, NULL, NULL);
+HB_TYPE(Game,
+        "What a search's leaves take from the game before its root (made by game()).",
+        NULL, Game_dealloc, NULL, NULL);
 
 /* ------------------------------------------------------------------ Leaf */
 
@@ -404,44 +404,46 @@ static PyObject *Leaf_board(LeafObject *self, PyObject *unused) {
 }
 
 static PyMethodDef Leaf_methods[] = {
-    {"gain_weights", (PyCFunction)Leaf_gain_weights, METH_O,
-     "gain_weights(temperature): evaluators.material.gain_softmax's weights of the gains before the "
-     "normalisation (exp((gain - top) / temperature)), the same floats."},
-    {"slots", (PyCFunction)(void (*)(void))Leaf_slots, METH_FASTCALL,
-     "slots(king_takes_rook, own_queen_slot): the network's policy slot of each legal move under its conventions "
-     "(evaluators.moves.PolicySlots), as native int16s (bytes: numpy joins a batch's without a Python int each)."},
-    {"board", (PyCFunction)Leaf_board, METH_NOARGS,
-     "board(): the leaf's position as a chess.Board without history (tablebases, the material blend)."},
-    {NULL, NULL, 0, NULL},
+    HB_METHOD("gain_weights", Leaf_gain_weights, METH_O,
+              "gain_weights(temperature): evaluators.material.gain_softmax's weights of the gains before the "
+              "normalisation (exp((gain - top) / temperature)), the same floats."),
+    HB_METHOD("slots", Leaf_slots, METH_FASTCALL,
+              "slots(king_takes_rook, own_queen_slot): the network's policy slot of each legal move under its "
+              "conventions (evaluators.moves.PolicySlots), as native int16s (bytes: numpy joins a batch's without a "
+              "Python int each)."),
+    HB_METHOD("board", Leaf_board, METH_NOARGS,
+              "board(): the leaf's position as a chess.Board without history (tablebases, the material blend)."),
+    HB_END,
 };
 
 static PyGetSetDef Leaf_getset[] = {
-    {"result", (getter)Leaf_get_result, NULL,
-     "hackmate_core.rules.game_result: -1 checkmated, 0 drawn by rule, None while the game goes on.", NULL},
-    {"mate_in_one", (getter)Leaf_get_mate_in_one, NULL, "True when the side to move mates in one.", NULL},
-    {"moves", (getter)Leaf_get_moves, NULL, "the legal moves' codes in python-chess's order.", NULL},
-    {"state", (getter)Leaf_get_state, NULL, "the leaf's Position (for its node).", NULL},
-    {"cache_key", (getter)Leaf_get_cache_key, NULL, "(key, min(halfmove_clock, 100)): the evaluation cache's key; "
-     "with the game's history, a digest of the lc0-112 bitboards too (what ResNetEvaluator.cache_key tells apart; "
-     "features36's last moves are not in it).", NULL},
-    {"gains", (getter)Leaf_get_gains, NULL, "evaluators.material.tactical_gains of the legal moves (checks "
-     "included).", NULL},
-    {"planes", (getter)Leaf_get_planes, NULL, "the 17 binary planes as bytes, flipped for Black (17 x 64, one "
-     "byte a square).", NULL},
-    {"lc0_planes", (getter)Leaf_get_lc0_planes, NULL, "the 111 binary planes of lc0-112 as bytes, flipped for Black "
-     "(111 x 64, one byte a square); ValueError where the game has no history.", NULL},
-    {"feature_planes", (getter)Leaf_get_feature_planes, NULL, "the 35 binary planes of features36 as bytes, flipped "
-     "for Black (35 x 64, one byte a square); ValueError where the game has not the root's last moves.", NULL},
-    {"rule50", (getter)Leaf_get_rule50, NULL, "the halfmove clock.", NULL},
-    {"pieces", (getter)Leaf_get_pieces, NULL, "pieces on the board (tablebase coverage).", NULL},
-    {"castling", (getter)Leaf_get_castling, NULL, "True when a castling right remains.", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
+    HB_GETTER("result", Leaf_get_result,
+              "hackmate_core.rules.game_result: -1 checkmated, 0 drawn by rule, None while the game goes on."),
+    HB_GETTER("mate_in_one", Leaf_get_mate_in_one, "True when the side to move mates in one."),
+    HB_GETTER("moves", Leaf_get_moves, "the legal moves' codes in python-chess's order."),
+    HB_GETTER("state", Leaf_get_state, "the leaf's Position (for its node)."),
+    HB_GETTER("cache_key", Leaf_get_cache_key,
+              "(key, min(halfmove_clock, 100)): the evaluation cache's key; with the game's history, a digest of the "
+              "lc0-112 bitboards too (what ResNetEvaluator.cache_key tells apart; features36's last moves are not in "
+              "it)."),
+    HB_GETTER("gains", Leaf_get_gains, "evaluators.material.tactical_gains of the legal moves (checks included)."),
+    HB_GETTER("planes", Leaf_get_planes,
+              "the 17 binary planes as bytes, flipped for Black (17 x 64, one byte a square)."),
+    HB_GETTER("lc0_planes", Leaf_get_lc0_planes,
+              "the 111 binary planes of lc0-112 as bytes, flipped for Black (111 x 64, one byte a square); "
+              "ValueError where the game has no history."),
+    HB_GETTER("feature_planes", Leaf_get_feature_planes,
+              "the 35 binary planes of features36 as bytes, flipped for Black (35 x 64, one byte a square); "
+              "ValueError where the game has not the root's last moves."),
+    HB_GETTER("rule50", Leaf_get_rule50, "the halfmove clock."),
+    HB_GETTER("pieces", Leaf_get_pieces, "pieces on the board (tablebase coverage)."),
+    HB_GETTER("castling", Leaf_get_castling, "True when a castling right remains."),
+    HB_END,
 };
 
-static PyTypeObject LeafType = HB_TYPE(
-    "hackmate_core._cpuct.Leaf",
-    "A new leaf of a PUCT tree (made by leaf()).",
-    LeafObject, NULL, Leaf_dealloc, Leaf_methods, Leaf_getset);
+HB_TYPE(Leaf,
+        "A new leaf of a PUCT tree (made by leaf()).",
+        NULL, Leaf_dealloc, Leaf_methods, Leaf_getset);
 
 /* ------------------------------------------------------------------ selection */
 
@@ -815,47 +817,49 @@ static PyObject *tables(PyObject *module, PyObject *unused) {
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef module_methods[] = {
-    {"position", position_new, METH_VARARGS,
-     "position(pawns, knights, bishops, rooks, queens, kings, white, black, turn, castling_rights, ep_square, "
-     "halfmove_clock, fullmove_number, chess960): a Position from python-chess's public state (ep_square -1: "
-     "none); ValueError for a position the compiled board does not take."},
-    {"game", game_new, METH_VARARGS,
-     "game(positions, first, history): a Game for the leaves of a search: positions, the Positions of the game "
-     "before the root within its fifty-move clock, oldest first; first, whether the oldest of them (the root when "
-     "there are none) is the game's first position; history, None, evaluators.encoding.lc0_history of the root "
-     "as 8 x 13 native uint64s (then the leaves have lc0-112 planes) or evaluators.encoding.last_move_squares of "
-     "the root as 4 signed bytes (then the leaves have features36 planes)."},
-    {"leaf", leaf_new, METH_VARARGS,
-     "leaf(path, code, game): the Leaf reached by the move code from the position of path[-2] (nodes "
-     "with a `state` Position from the root on; code -1 with a path of the root alone: the root itself); "
-     "game: the search's Game (the repetition rules, the history planes)."},
-    {"bind_node", bind_node, METH_O,
-     "bind_node(cls): the class of the node layout (hackmate_core.tree.TreeNode) whose slots select(), expand(), "
-     "backup(), add_virtual() and settle() read and write, in its instances and those of classes derived from it; "
-     "TypeError where it lacks one of them."},
-    {"backup", backup, METH_VARARGS,
-     "backup(path, value, draw): search.puct.PuctSearch._backup's updates of the path's nodes (value from the "
-     "leaf's side to move)."},
-    {"expand", expand, METH_VARARGS,
-     "expand(node, codes, policy): node.moves and node.priors, the move codes sorted by prior as "
-     "search.puct.PuctSearch._expand sorts them (ties in their order)."},
-    {"settle", settle, METH_VARARGS,
-     "settle(paths, evaluations, virtual_loss, room): a batch back from the evaluator: every path loses its "
-     "virtual loss, then in order each leaf is expanded with its evaluation's move codes and policy (when "
-     "unexpanded and room is true) and its value and draw backed up, as search.puct.PuctSearch._complete does."},
-    {"add_virtual", add_virtual_loss, METH_VARARGS,
-     "add_virtual(path, amount): amount added to the virtual loss of every node of the path."},
-    {"select", select_path, METH_VARARGS,
-     "select(root, full, cpuct, fpu_reduction, create): the path of nodes from root to the leaf PUCT selection "
-     "reaches, as search.puct.PuctSearch._pick_child picks each child (the same arithmetic); create(node, index) "
-     "makes and returns the child of node.moves[index] when its first visit comes."},
-    {"tables", tables, METH_NOARGS,
-     "tables(): the tables the C repeats from Python: piece_values and mvv by piece type "
-     "(hackmate_core.exchange), check_bonus (evaluators.material.CHECK_BONUS_CP), queen_directions and "
-     "knight_deltas as (rank, file) steps (evaluators.moves), binary_planes by encoding, lc0_history and "
-     "lc0_block (evaluators.encoding.lc0_history's positions and bitboards each), last_moves "
-     "(evaluators.encoding.FEATURES_LAST_MOVES)."},
-    {NULL, NULL, 0, NULL},
+    HB_METHOD("position", position_new, METH_VARARGS,
+              "position(pawns, knights, bishops, rooks, queens, kings, white, black, turn, castling_rights, "
+              "ep_square, halfmove_clock, fullmove_number, chess960): a Position from python-chess's public state "
+              "(ep_square -1: none); ValueError for a position the compiled board does not take."),
+    HB_METHOD("game", game_new, METH_VARARGS,
+              "game(positions, first, history): a Game for the leaves of a search: positions, the Positions of the "
+              "game before the root within its fifty-move clock, oldest first; first, whether the oldest of them "
+              "(the root when there are none) is the game's first position; history, None, "
+              "evaluators.encoding.lc0_history of the root as 8 x 13 native uint64s (then the leaves have lc0-112 "
+              "planes) or evaluators.encoding.last_move_squares of the root as 4 signed bytes (then the leaves have "
+              "features36 planes)."),
+    HB_METHOD("leaf", leaf_new, METH_VARARGS,
+              "leaf(path, code, game): the Leaf reached by the move code from the position of path[-2] (nodes with a "
+              "`state` Position from the root on; code -1 with a path of the root alone: the root itself); game: the "
+              "search's Game (the repetition rules, the history planes)."),
+    HB_METHOD("bind_node", bind_node, METH_O,
+              "bind_node(cls): the class of the node layout (hackmate_core.tree.TreeNode) whose slots select(), "
+              "expand(), backup(), add_virtual() and settle() read and write, in its instances and those of classes "
+              "derived from it; TypeError where it lacks one of them."),
+    HB_METHOD("backup", backup, METH_VARARGS,
+              "backup(path, value, draw): search.puct.PuctSearch._backup's updates of the path's nodes (value from "
+              "the leaf's side to move)."),
+    HB_METHOD("expand", expand, METH_VARARGS,
+              "expand(node, codes, policy): node.moves and node.priors, the move codes sorted by prior as "
+              "search.puct.PuctSearch._expand sorts them (ties in their order)."),
+    HB_METHOD("settle", settle, METH_VARARGS,
+              "settle(paths, evaluations, virtual_loss, room): a batch back from the evaluator: every path loses its "
+              "virtual loss, then in order each leaf is expanded with its evaluation's move codes and policy (when "
+              "unexpanded and room is true) and its value and draw backed up, as search.puct.PuctSearch._complete "
+              "does."),
+    HB_METHOD("add_virtual", add_virtual_loss, METH_VARARGS,
+              "add_virtual(path, amount): amount added to the virtual loss of every node of the path."),
+    HB_METHOD("select", select_path, METH_VARARGS,
+              "select(root, full, cpuct, fpu_reduction, create): the path of nodes from root to the leaf PUCT "
+              "selection reaches, as search.puct.PuctSearch._pick_child picks each child (the same arithmetic); "
+              "create(node, index) makes and returns the child of node.moves[index] when its first visit comes."),
+    HB_METHOD("tables", tables, METH_NOARGS,
+              "tables(): the tables the C repeats from Python: piece_values and mvv by piece type "
+              "(hackmate_core.exchange), check_bonus (evaluators.material.CHECK_BONUS_CP), queen_directions and "
+              "knight_deltas as (rank, file) steps (evaluators.moves), binary_planes by encoding, lc0_history and "
+              "lc0_block (evaluators.encoding.lc0_history's positions and bitboards each), last_moves "
+              "(evaluators.encoding.FEATURES_LAST_MOVES)."),
+    HB_END,
 };
 
 PyMODINIT_FUNC PyInit__cpuct(void) {
@@ -866,8 +870,7 @@ PyMODINIT_FUNC PyInit__cpuct(void) {
     for (int i = 0; i < 4; i++)
         if (!(evaluation_name[i] = PyUnicode_InternFromString(evaluation_names[i]))) return NULL;
     static PyTypeObject *const types[] = {&PositionType, &LeafType, &GameType, NULL};  /* made by the functions */
-    static const hb_constant constants[] = {{"API_VERSION", API_VERSION}, {NULL, 0}};
-    return hb_create_module("hackmate_core._cpuct",
-                            "PUCT's per-leaf work on the compiled chess board.",
-                            module_methods, types, constants);
+    static const hb_constant constants[] = {{NULL, 0}};
+    return hb_create_module(HB_MODULE, "PUCT's per-leaf work on the compiled chess board.",
+                            API_VERSION, module_methods, types, constants);
 }

@@ -18,12 +18,22 @@
 
 /* ------------------------------------------------------------------ types and modules */
 
-/* A static type of a binding module: its dotted name, docstring, object struct, constructor, destructor, methods and
- * attributes (NULL: none, the default). */
-#define HB_TYPE(name, doc, object, new, dealloc, methods, getset)                                                     \
-    {PyVarObject_HEAD_INIT(NULL, 0).tp_name = (name), .tp_doc = (doc), .tp_basicsize = sizeof(object),                \
-     .tp_flags = Py_TPFLAGS_DEFAULT, .tp_new = (new), .tp_dealloc = (destructor)(dealloc), .tp_methods = (methods),  \
-     .tp_getset = (getset)}
+/* The static type Name##Type of a binding module, whose objects are Name##Object structs, named HB_MODULE "." #Name
+ * (each binding module defines HB_MODULE, its dotted name, before its types): its docstring, constructor,
+ * destructor, methods and attributes (NULL: none, the default). */
+#define HB_TYPE(Name, doc, new, dealloc, methods, getset)                                                             \
+    static PyTypeObject Name##Type = {                                                                                \
+        PyVarObject_HEAD_INIT(NULL, 0).tp_name = HB_MODULE "." #Name, .tp_doc = (doc),                                \
+        .tp_basicsize = sizeof(Name##Object), .tp_flags = Py_TPFLAGS_DEFAULT, .tp_new = (new),                        \
+        .tp_dealloc = (destructor)(dealloc), .tp_methods = (methods), .tp_getset = (getset)}
+
+/* Entries of a type's method table and attribute table (PyMethodDef, PyGetSetDef), and the entry that ends either.
+ * A method's function is cast through void (*)(void), which any of the calling conventions (METH_KEYWORDS's three
+ * arguments too) takes without a warning; an attribute without a setter is read-only. */
+#define HB_METHOD(name, function, flags, doc) {(name), (PyCFunction)(void (*)(void))(function), (flags), (doc)}
+#define HB_ATTRIBUTE(name, get, set, doc) {(name), (getter)(get), (setter)(set), (doc), NULL}
+#define HB_GETTER(name, get, doc) HB_ATTRIBUTE(name, get, NULL, doc)
+#define HB_END {NULL}
 
 /* An integer constant of a module. */
 typedef struct {
@@ -32,9 +42,10 @@ typedef struct {
 } hb_constant;
 
 /* A binding module's PyInit: the board's tables set up, the module made with its name, docstring and functions
- * (NULL: none), its types (NULL-terminated) readied and added under their last names, its constants (until a NULL
- * name) added; the module, or NULL with an exception. Each extension has its own copy of the definition. */
-static inline PyObject *hb_create_module(const char *name, const char *doc, PyMethodDef *functions,
+ * (NULL: none), its types (NULL-terminated) readied and added under their last names, and its constants added:
+ * API_VERSION, the version of its interface hackmate_core.compiled checks, then the others (until a NULL name);
+ * the module, or NULL with an exception. Each extension has its own copy of the definition. */
+static inline PyObject *hb_create_module(const char *name, const char *doc, long api_version, PyMethodDef *functions,
                                          PyTypeObject *const types[], const hb_constant constants[]) {
     static struct PyModuleDef definition = {PyModuleDef_HEAD_INIT, .m_size = -1};
     definition.m_name = name;
@@ -51,6 +62,10 @@ static inline PyObject *hb_create_module(const char *name, const char *doc, PyMe
             Py_DECREF(module);
             return NULL;
         }
+    }
+    if (PyModule_AddIntConstant(module, "API_VERSION", api_version) < 0) {
+        Py_DECREF(module);
+        return NULL;
     }
     for (int i = 0; constants[i].name; i++) {
         if (PyModule_AddIntConstant(module, constants[i].name, constants[i].value) < 0) {

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from evaluators.encoding import get_encoding
-from evaluators.resnet import KIND as RESNET_KIND
+from evaluators.onnx_model import RESNET_KIND
 from training.network_files import export_module
 from training.onnx_metadata import move_network_metadata
 from training.resnet.model import PolicyValueNet

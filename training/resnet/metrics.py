@@ -57,9 +57,8 @@ class Network:
 
     def __init__(self, path: Path) -> None:
         if path.suffix == ".onnx":
-            from evaluators.onnx_model import open_session
-            from evaluators.resnet import CASTLING_KEY, KIND, QUEEN_PROMOTION_KEY
-            session, metadata = open_session(path, KIND)
+            from evaluators.onnx_model import CASTLING_KEY, QUEEN_PROMOTION_KEY, RESNET_KIND, open_session
+            session, metadata = open_session(path, RESNET_KIND)
             if CASTLING_KEY in metadata or QUEEN_PROMOTION_KEY in metadata:  # legal_mask's slots are the project's
                 raise WeightsError(f"{path}: its policy slots follow Lc0's conventions (an imported Leela network's "
                                    f"export): evaluate the .pt it was exported from")

@@ -33,7 +33,7 @@ from torch import nn
 from evaluators.encoding import PIECE_ORDER
 from evaluators.lc0_policy import CONV_CHANNELS, LC0_MOVES, az_conv_sources, az_sources
 from evaluators.moves import KING_TAKES_ROOK, OWN_SLOT, move_to_index, queen_promotion_own_slot
-from evaluators.resnet import CASTLING_KEY, QUEEN_PROMOTION_KEY
+from evaluators.onnx_model import CASTLING_KEY, QUEEN_PROMOTION_KEY
 
 #: Every key a shape may leave out, with the value it then has.
 SHAPE_DEFAULTS = {"squeeze": 0, "activation": "relu", "se_gate": "2sigmoid", "policy_head": "az",

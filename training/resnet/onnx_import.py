@@ -20,8 +20,7 @@ from onnx import numpy_helper
 from torch import nn
 
 from evaluators.encoding import get_encoding
-from evaluators.onnx_model import KIND_KEY
-from evaluators.resnet import KIND as RESNET_KIND
+from evaluators.onnx_model import KIND_KEY, RESNET_KIND
 from training.data.pgn import DataError
 from training.resnet.folded import recalibrate, unfold
 from training.resnet.model import PolicyValueNet

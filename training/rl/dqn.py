@@ -46,7 +46,7 @@ from evaluators.moves import POLICY_SIZE
 from hackmate_core.games import Mover, play_game
 from training.configs import DQNConfig
 from training.data.shards import DEFAULT_ENCODING
-from training.device import start_device, unpack_bits, unpack_planes
+from training.device import unpack_bits, unpack_planes
 from training.network_files import WeightsError, export_module, read_torch_file
 from training.onnx_metadata import move_network_metadata
 from training.readable import record_line
@@ -54,6 +54,7 @@ from training.resnet.model import ResidualBlock
 from training.rl.arena import RandomMover
 from training.rl.buffer import ReplayBuffer, State, expert_transitions, game_transitions, observe, white_material
 from training.rl.history import save_history
+from training.rl.run import RunTrainer
 
 FORMAT = "hackmate-dqn"
 ENCODING = DEFAULT_ENCODING
@@ -155,14 +156,13 @@ def best_legal(model: QNetwork, state: State, device: torch.device) -> int:
     return int(q[torch.from_numpy(state.indices).to(device)].argmax())
 
 
-class Trainer:
+class Trainer(RunTrainer):
     """The state of a run: networks, optimiser, buffer, counters and history, saved and resumed together."""
 
+    config: DQNConfig
+
     def __init__(self, config: DQNConfig) -> None:
-        self.config = config
-        self.out = Path(config.out)
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.device = start_device(config.device, config.threads)
+        super().__init__(config)
         self.encoding = get_encoding(ENCODING)
         torch.manual_seed(config.seed)
         self.model = QNetwork(self.encoding.planes, config.blocks, config.filters).to(self.device)
@@ -175,10 +175,6 @@ class Trainer:
         self.buffer = ReplayBuffer(config.buffer, self.encoding.binary_planes * 8)
         self.rng = np.random.default_rng(config.seed)
         self.random = random.Random(config.seed)
-
-    @property
-    def checkpoint(self) -> Path:
-        return self.out / "checkpoint.pt"
 
     def resume(self) -> bool:
         """Load the run directory's checkpoint and buffer if there are both; True if so."""

@@ -55,12 +55,13 @@ from hackmate_core.games import Mover, play_game
 from hackmate_core.openings import OpeningBook
 from search.base import SearchControl
 from training.configs import PPOConfig
-from training.device import start_device, unpack_bits, unpack_planes
+from training.device import unpack_bits, unpack_planes
 from training.readable import record_line
 from training.resnet.model import PolicyValueNet
 from training.rl.arena import EngineMover, stockfish
 from training.rl.buffer import observe, pack_mask
 from training.rl.history import save_history
+from training.rl.run import RunTrainer
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -231,15 +232,14 @@ class Curriculum:
         return False
 
 
-class Trainer:
+class Trainer(RunTrainer):
     """A run: the network, its optimiser, the curriculum and the Stockfish opponent, saved and resumed together."""
+
+    config: PPOConfig
 
     def __init__(self, config: PPOConfig) -> None:
         from training.resnet.weights import load_network
-        self.config = config
-        self.out = Path(config.out)
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.device = start_device(config.device, config.threads)
+        super().__init__(config)
         resuming = self.checkpoint.exists()
         self.model, state = load_network(self.checkpoint if resuming else Path(config.checkpoint), device=self.device)
         self.encoding = get_encoding(state["meta"]["encoding"])
@@ -263,10 +263,6 @@ class Trainer:
         self.book = OpeningBook(config.openings, config.opening_plies) if config.openings else None
         self.opponent: Optional[EngineMover] = None
         self.opponent_level = -1
-
-    @property
-    def checkpoint(self) -> Path:
-        return self.out / "checkpoint.pt"
 
     def stockfish(self) -> EngineMover:
         if self.opponent is None or self.opponent_level != self.curriculum.level:
