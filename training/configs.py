@@ -88,6 +88,9 @@ class TrainConfig:
     mirror: bool = setting(False, "Show a random half of the positions without castling rights mirrored a-file <-> "
                                   "h-file, with mirrored policy targets (the rules are symmetric there): more distinct "
                                   "positions per epoch.")
+    frozen_blocks: int = setting(0, "Keep the first layer and the first N residual blocks as they start (weights "
+                                    "and BatchNorm statistics): a fine-tune on few positions (a person's games) "
+                                    "trains only the rest.", bounds=(0, None))
 
 
 @dataclass

@@ -184,6 +184,22 @@ class PolicyValueNet(nn.Module):
                                    act(), nn.Flatten(), nn.Linear(value_channels * 64, value_hidden), act(),
                                    nn.Linear(value_hidden, 3))
 
+    def freeze(self, blocks: int) -> None:
+        """Keep the stem and the first ``blocks`` residual blocks as they are, weights and BatchNorm statistics
+        (no gradient; in eval mode whatever mode the network is in): a fine-tune on few positions trains the rest."""
+        if not 0 <= blocks <= len(self.tower):
+            raise ValueError(f"cannot freeze {blocks} residual blocks of a network with {len(self.tower)}")
+        self.frozen = [self.stem, *self.tower[:blocks]] if blocks else []
+        for module in self.frozen:
+            module.requires_grad_(False)
+        self.train(self.training)
+
+    def train(self, mode: bool = True) -> "PolicyValueNet":
+        super().train(mode)
+        for module in getattr(self, "frozen", ()):
+            module.train(False)
+        return self
+
     @property
     def slot_conventions(self) -> dict[str, str]:
         """How the export's policy encodes castling and queen promotions, as its metadata says it (empty: the

@@ -211,6 +211,10 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
             raise WeightsError(f"{config.init}: {error}") from None
     elif parent is not None:
         model.load_state_dict(network_of(parent, Path(config.init), full_shape(model.shape), device).state_dict())
+    try:
+        model.freeze(config.frozen_blocks)
+    except ValueError as error:
+        raise WeightsError(f"--frozen-blocks: {error}") from None
     use_amp = uses_bf16(config.precision, device)
     channels_last = use_amp and device.type == "cpu"  # oneDNN's bf16 convolutions run faster on NHWC tensors
     if channels_last:

@@ -24,6 +24,7 @@ from training.configs import TrainConfig  # noqa: E402
 from training.data import prepared as dataset  # noqa: E402
 from training.data import shards  # noqa: E402
 from training.data.pgn import DataError, ReadStats, iter_epd, iter_positions  # noqa: E402
+from training.network_files import WeightsError  # noqa: E402
 from training.onnx_metadata import write_metadata  # noqa: E402
 from training.resnet.export import export_resnet  # noqa: E402
 from training.resnet.train import train  # noqa: E402
@@ -236,3 +237,22 @@ def test_wrong_encoding_or_kind_is_refused(tiny_model, tmp_path):
     not_onnx.write_bytes(b"not a model")
     with pytest.raises(LoadError, match="cannot load"):
         ResNetEvaluator(not_onnx)
+
+
+def test_frozen_blocks_keep_the_first_layer_and_blocks_as_they_started(fitted, tmp_path):
+    """--frozen-blocks 1 of 2: the stem and the first block (weights and BatchNorm statistics) end as they began,
+    the second block and the heads learn; more blocks than the network has is refused."""
+    config, start, _ = fitted
+    grown = replace(config, out=str(tmp_path / "run"), blocks=2, epochs=2, init=str(start), grow=True,
+                    frozen_blocks=1)
+    before = load_file(train(replace(grown, out=str(tmp_path / "start"), epochs=2, lr=0.0), progress=False))["model"]
+    after = load_file(train(grown, progress=False))["model"]
+    kept = [name for name in before if name.startswith(("stem.", "tower.0."))]
+    learnt = [name for name in before if name.startswith(("tower.1.", "policy.", "value."))
+              and before[name].is_floating_point()]
+    assert kept and learnt
+    assert all(torch.equal(after[name], before[name]) for name in kept)
+    assert any("running_mean" in name for name in kept)
+    assert all(not torch.equal(after[name], before[name]) for name in learnt if "num_batches" not in name)
+    with pytest.raises(WeightsError, match="cannot freeze 3 residual blocks"):
+        train(replace(grown, out=str(tmp_path / "too-many"), frozen_blocks=3), progress=False)
