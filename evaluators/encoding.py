@@ -108,6 +108,11 @@ class Encoding:
         return unpack_unflipped(np.array([self.bitboards(board)], dtype=np.uint64),
                                 np.array([board.turn == chess.BLACK]))[0]
 
+    def packed(self, board: chess.Board) -> np.ndarray:
+        """:meth:`binary`'s planes bit-packed as the training data keeps them: uint8, bits little-endian, plane by
+        plane."""
+        return np.packbits(self.binary(board).reshape(-1), bitorder="little")
+
     def mover_board(self, binary: np.ndarray) -> chess.Board:
         """The position of bool planes (binary_planes, 8, 8) as the network sees it: the side to move as
         White, playing up the board (move counters unknown).

@@ -59,7 +59,7 @@ class Samples:
 def encode_positions(positions: Iterable[Position], encoding: Encoding, game_offset: int = 0) -> Samples:
     planes, rule50, moves, results, evals, games, keys = [], [], [], [], [], [], []
     for pos in positions:
-        planes.append(np.packbits(encoding.binary(pos.board).reshape(-1), bitorder="little"))
+        planes.append(encoding.packed(pos.board))
         rule50.append(min(255, pos.board.halfmove_clock))
         moves.append(move_to_index(pos.move, pos.board.turn))
         results.append(pos.result)

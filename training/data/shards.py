@@ -82,7 +82,7 @@ def make_record(board: chess.Board, encoding: Encoding, moves: list[chess.Move],
                 scores: np.ndarray, wdl: np.ndarray, result: int, game: int) -> Record:
     """Encode ``board`` (its move stack serves history encodings) with its targets."""
     return Record(fen=board.fen(), key=chess.polyglot.zobrist_hash(board),
-                  planes=np.packbits(encoding.binary(board).reshape(-1), bitorder="little"),
+                  planes=encoding.packed(board),
                   rule50=min(255, board.halfmove_clock), ply=board.ply(), game=game,
                   policy_index=np.array([move_to_index(m, board.turn) for m in moves], dtype=np.int16),
                   policy_prob=np.asarray(probs, dtype=np.float32), policy_score=np.asarray(scores, dtype=np.int32),
@@ -325,12 +325,10 @@ def load_dir_encoded(directory: Path, encoding: Encoding) -> tuple[dict[str, np.
     """All shards of ``directory`` with their planes in ``encoding``: as stored, or encoded anew from the shards'
     FENs (a network of another encoding measured on a test set). A FEN holds no game: an encoding that shows
     history or last moves sees a game that starts there, and the meta's ``planes`` says so."""
-    meta = read_meta(directory)
-    if meta["encoding"] == encoding.name:
-        return load_dir(directory)
     arrays, meta = load_dir(directory)
-    arrays["planes"] = np.array([np.packbits(encoding.binary(chess.Board(fen.decode())).reshape(-1),
-                                             bitorder="little") for fen in arrays["fen"]],
+    if meta["encoding"] == encoding.name:
+        return arrays, meta
+    arrays["planes"] = np.array([encoding.packed(chess.Board(fen.decode())) for fen in arrays["fen"]],
                                 dtype=np.uint8).reshape(len(arrays["fen"]), encoding.binary_planes * 8)
     history = "" if encoding.position_only else ", no game before them"
     return arrays, {**meta, "planes": f"{encoding.name} from the FENs{history} (stored: {meta['encoding']})"}

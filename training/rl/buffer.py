@@ -67,7 +67,7 @@ class State:
 
 def observe(board: chess.Board, encoding: Encoding) -> State:
     moves, indices = legal_move_indices(board)
-    planes = np.packbits(encoding.binary(board).reshape(-1), bitorder="little")
+    planes = encoding.packed(board)
     return State(planes, min(255, board.halfmove_clock), moves, indices, white_material(board), board.turn)
 
 

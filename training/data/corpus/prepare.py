@@ -86,7 +86,7 @@ class GameRows:
                 if self.encoding.history == 1:
                     lists["planes"].append(self.encoding.bitboards(board))
                 else:
-                    lists["planes"].append(np.packbits(self.encoding.binary(board).reshape(-1), bitorder="little"))
+                    lists["planes"].append(self.encoding.packed(board))
                 lists["black"].append(turn == chess.BLACK)
                 lists["rule50"].append(min(255, board.halfmove_clock))
                 lists["ply"].append(board.ply())
