@@ -66,8 +66,7 @@ class Selection:
                 "games_skipped": dict(self.skipped)}
 
 
-def eligible_plies(game: chess.pgn.Game, from_ply: int, played: bool = False,
-                   movers: frozenset[chess.Color] = frozenset(chess.COLORS)) -> list[int]:
+def eligible_plies(game: chess.pgn.Game, from_ply: int, played: bool, movers: frozenset[chess.Color]) -> list[int]:
     """Plies from ``from_ply`` on whose move carries an [%eval] (Stockfish's move, not a book or random one), or
     with ``played`` every one; only the moves of ``movers``."""
     return [ply for ply, node in enumerate(game.mainline())
@@ -97,7 +96,7 @@ def select_positions(files: Iterable[Path], from_ply: int = 16, count: int = 300
                 if not in_split(game, period):
                     continue
                 selection.games_in_split += 1
-                movers = frozenset(player_colours(game.headers, player)) if player else frozenset(chess.COLORS)
+                movers = player_colours(game.headers, player)
                 if not movers:
                     selection.skipped["games without the player"] += 1
                     continue

@@ -86,12 +86,13 @@ def _rating(headers: chess.pgn.Headers, key: str) -> Optional[int]:
         return None
 
 
-def player_colours(headers: chess.pgn.Headers, player: str) -> set[chess.Color]:
+def player_colours(headers: chess.pgn.Headers, player: str) -> frozenset[chess.Color]:
     """The colours whose player's name (the White and Black headers) contains ``player``, case-insensitively:
-    how a person's own moves are told from the opponents' (e.g. ``Carlsen`` matches "Carlsen,M")."""
+    how a person's own moves are told from the opponents' (e.g. ``Carlsen`` matches "Carlsen,M"); no ``player``:
+    both colours. Empty: the game is not the player's."""
     wanted = player.casefold()
-    return {colour for colour, key in ((chess.WHITE, "White"), (chess.BLACK, "Black"))
-            if wanted in headers.get(key, "").casefold()}
+    return frozenset(colour for colour, key in ((chess.WHITE, "White"), (chess.BLACK, "Black"))
+                     if wanted in headers.get(key, "").casefold())
 
 
 def iter_games(path: Path, stats: ReadStats, worker: int = 0, workers: int = 1

@@ -183,6 +183,8 @@ class PolicyValueNet(nn.Module):
         self.value = nn.Sequential(nn.Conv2d(filters, value_channels, 1, bias=False), nn.BatchNorm2d(value_channels),
                                    act(), nn.Flatten(), nn.Linear(value_channels * 64, value_hidden), act(),
                                    nn.Linear(value_hidden, 3))
+        #: The modules :meth:`freeze` keeps as they are (none unless asked).
+        self.frozen: list[nn.Module] = []
 
     def freeze(self, blocks: int) -> None:
         """Keep the stem and the first ``blocks`` residual blocks as they are, weights and BatchNorm statistics
@@ -196,7 +198,7 @@ class PolicyValueNet(nn.Module):
 
     def train(self, mode: bool = True) -> "PolicyValueNet":
         super().train(mode)
-        for module in getattr(self, "frozen", ()):
+        for module in self.frozen:
             module.train(False)
         return self
 

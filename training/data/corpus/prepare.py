@@ -34,8 +34,6 @@ from training.data.targets import score_cp, wdl_target
 
 #: Positions held in memory at a time while a part is prepared.
 CHUNK = 1 << 16
-#: The movers whose moves a game adds without a player filter.
-BOTH_COLOURS = frozenset(chess.COLORS)
 
 
 class GameRows:
@@ -50,7 +48,7 @@ class GameRows:
         self.writer, self.encoding = writer, encoding
         self.lists: dict[str, list] = {name: [] for name in self.RECORD_LISTS + tuple(SEEN)}
 
-    def add_game(self, game: chess.pgn.Game, skip_plies: int, movers: frozenset[chess.Color] = BOTH_COLOURS) -> int:
+    def add_game(self, game: chess.pgn.Game, skip_plies: int, movers: frozenset[chess.Color]) -> int:
         """Add the game's records (see the module's docstring) of the moves of ``movers`` and every position it
         passes through; returns the records added. A game that cannot be encoded adds nothing and raises
         ValueError."""
@@ -135,12 +133,10 @@ def _read_games(path: Path, rows: GameRows, settings: dict, stats: ReadStats, ti
             if any(r.isdigit() and int(r) < settings["min_rating"] for r in ratings):
                 stats.skipped["games below the minimum rating"] += 1
                 continue
-        movers = BOTH_COLOURS
-        if settings.get("player"):
-            movers = frozenset(player_colours(game.headers, settings["player"]))
-            if not movers:
-                stats.skipped["games without the player"] += 1
-                continue
+        movers = player_colours(game.headers, settings.get("player", ""))
+        if not movers:
+            stats.skipped["games without the player"] += 1
+            continue
         try:
             stats.positions += rows.add_game(game, settings["skip_plies"], movers)
         except ValueError as error:
