@@ -26,7 +26,7 @@
 /* The module's dotted name, which its types' names begin with (binding.h's HB_TYPE). */
 #define HB_MODULE "hackmate_core._ccomparison"
 /* Raised when a method changes, so that hackmate_core.compiled refuses a stale build. */
-#define API_VERSION 1
+#define API_VERSION 2
 /* The largest best-move table (entries) and features table (megabytes) asked for. */
 #define MAX_BEST_MOVES ((1LL << 31) - 1)
 #define MAX_FEATURE_MEGABYTES (1 << 20)
@@ -502,17 +502,19 @@ static PyObject *leaf_tuple(const cs_search *s, const cs_leaf *leaf) {
 
 static PyObject *Searcher_search(SearcherObject *self, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"depth", "options", "stopped", "probe", NULL};
-    int depth, quiescence, ordering, hash_move, check_extension, late_move_reductions;
+    int depth, quiescence, ordering, hash_move, check_extension, late_move_reductions, killer_moves;
     PyObject *stopped, *probe;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i(pippp)OO:search", keywords, &depth, &quiescence, &ordering,
-                                     &hash_move, &check_extension, &late_move_reductions, &stopped, &probe))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i(pipppp)OO:search", keywords, &depth, &quiescence, &ordering,
+                                     &hash_move, &check_extension, &late_move_reductions, &killer_moves, &stopped,
+                                     &probe))
         return NULL;
     if (depth < 1 || depth > CS_MAX_PLY) {
         PyErr_Format(PyExc_ValueError, "depth must be between 1 and %d", CS_MAX_PLY);
         return NULL;
     }
-    if (ordering < CS_ORDER_CAPTURES_COMPARATOR || ordering > CS_ORDER_CAPTURES) {
-        PyErr_SetString(PyExc_ValueError, "ordering must be 0 (captures+comparator), 1 (comparator) or 2 (captures)");
+    if (ordering < CS_ORDER_CAPTURES_COMPARATOR || ordering > CS_ORDER_CAPTURES_HISTORY) {
+        PyErr_SetString(PyExc_ValueError, "ordering must be 0 (captures+comparator), 1 (comparator), 2 (captures) "
+                                          "or 3 (captures+history)");
         return NULL;
     }
     if (hb_enter(&self->driver, stopped, probe) < 0) return NULL;
@@ -522,6 +524,7 @@ static PyObject *Searcher_search(SearcherObject *self, PyObject *args, PyObject 
     s->hash_move = hash_move;
     s->check_extension = check_extension;
     s->late_move_reductions = late_move_reductions;
+    s->killer_moves = killer_moves;
     s->hooks.stop = hb_call_stopped;
     s->hooks.probe = self->driver.probe ? hb_call_probe : NULL;
     s->hooks.context = &self->driver;
@@ -593,8 +596,8 @@ static PyMethodDef Searcher_methods[] = {
     HB_METHOD("search", Searcher_search, METH_VARARGS | METH_KEYWORDS,
               "search(depth, options, stopped, probe): one iteration at depth: the best leaf (bound, mate_ply, draw, "
               "tablebase_ply, features bytes or None, pv codes), or None when stopped(nodes) said so. options: "
-              "(quiescence, ordering 0-2 as MoveOrdering's choices, hash_move, check_extension, "
-              "late_move_reductions); probe(state) -> +1 / 0 / -1 / None: a tablebase result, or None for no tables."),
+              "(quiescence, ordering 0-3 as MoveOrdering's choices, hash_move, check_extension, "
+              "late_move_reductions, killer_moves); probe(state) -> +1 / 0 / -1 / None: a tablebase result, or None for no tables."),
     HB_METHOD("root_best", Searcher_root_best, METH_NOARGS,
               "root_best(): the last iteration's best leaf so far (a stopped one's too), or None."),
     HB_METHOD("resize", Searcher_resize, METH_VARARGS,

@@ -358,34 +358,54 @@ static int quiescence(cs_search *s, int ply, int qply, const cs_leaf *alpha, con
                       const float *features, cs_leaf *out);
 
 /* ComparisonSearch._ordered, in two steps: s->moves[ply] best first, the first of them (the return value) in their
- * final places at once. Their keys need no features: the stored best move (3.0) and, with captures+comparator,
- * the captures that keep material (1 + MVV-LVA / 100, above any probability); the comparator orders the others
- * (finish_order) only when the search gets to them, which a cut-off on one of the first often spares. The
- * children's features are computed where the comparator orders them, and by each child itself otherwise: the
- * same numbers either way. */
+ * final places at once. Their keys need no features: the stored best move (3.0), the captures that keep material
+ * (all captures with captures; none with comparator) at 1 + MVV-LVA / 100, then with killer_moves the ply's
+ * killers that are quiet moves here (0.75, 0.5), all above any probability. captures leaves the others as
+ * generated, captures+history orders them at once by the history; the comparator orders them (finish_order) only
+ * when the search gets to them, which a cut-off on one of the first often spares. The children's features are
+ * computed where the comparator orders them, and by each child itself otherwise: the same numbers either way. */
 static int ordered(cs_search *s, int ply, int count) {
     const cb_position *p = &s->stack[ply];
     cb_move *moves = s->moves[ply];
     double *keys = s->order;
     cb_move hash_move = s->hash_move ? cs_lru_get(&s->best_moves, p->key) : 0;
+    static const cb_move no_killers[2] = {0, 0};
+    const cb_move *killers = s->killer_moves ? s->killers[ply] : no_killers;
     for (int i = 0; i < count; i++) s->children[ply][i] = NULL;
-    if (s->ordering == CS_ORDER_CAPTURES) {
-        for (int i = 0; i < count; i++)
-            keys[i] = moves[i] == hash_move ? 1000 : cx_is_capture(p, moves[i]) ? 100 + cx_mvv_lva(p, moves[i]) : 0;
-        sort_moves(moves, NULL, keys, count);
-        return count;
-    }
     /* keys of the first moves, 0 for the others (left in their order, below them by a stable sort) */
     int first = 0;
     for (int i = 0; i < count; i++) {
+        cb_move move = moves[i];
+        int capture = cx_is_capture(p, move);
         keys[i] = 0.0;
-        if (moves[i] == hash_move) keys[i] = 3.0;
-        else if (s->ordering == CS_ORDER_CAPTURES_COMPARATOR && cx_is_capture(p, moves[i]) && keeps_material(p, moves[i]))
-            keys[i] = 1.0 + cx_mvv_lva(p, moves[i]) / 100.0;
+        if (move == hash_move) keys[i] = 3.0;
+        else if (capture && (s->ordering == CS_ORDER_CAPTURES
+                             || (s->ordering != CS_ORDER_COMPARATOR && keeps_material(p, move))))
+            keys[i] = 1.0 + cx_mvv_lva(p, move) / 100.0;
+        else if (!capture && move == killers[0]) keys[i] = 0.75;
+        else if (!capture && move == killers[1]) keys[i] = 0.5;
         first += keys[i] > 0.0;
     }
     sort_moves(moves, NULL, keys, count);
-    return first;
+    if (s->ordering == CS_ORDER_CAPTURES_HISTORY) {
+        const int64_t *history = s->history[p->turn];
+        for (int i = first; i < count; i++) keys[i] = (double)history[CB_FROM(moves[i]) * 64 + CB_TO(moves[i])];
+        sort_moves(moves + first, NULL, keys + first, count - first);
+    }
+    return s->ordering == CS_ORDER_CAPTURES || s->ordering == CS_ORDER_CAPTURES_HISTORY ? count : first;
+}
+
+/* ComparisonSearch._cut_off: move cut the node at ply with depth to go; a quiet one becomes the ply's newest
+ * killer and earns depth squared in the history. */
+static void cut_off(cs_search *s, int ply, cb_move move, int depth) {
+    const cb_position *p = &s->stack[ply];
+    if (CB_PROMOTION(move) || cx_is_capture(p, move)) return;
+    cb_move *killers = s->killers[ply];
+    if (killers[0] != move) {
+        killers[1] = killers[0];
+        killers[0] = move;
+    }
+    s->history[p->turn][CB_FROM(move) * 64 + CB_TO(move)] += (int64_t)depth * depth;
 }
 
 /* The rest of ComparisonSearch._ordered: moves first to count - 1 of s->moves[ply] by how much the comparator
@@ -467,7 +487,10 @@ static int expand(cs_search *s, int ply, int qply, int count, int ready, const f
         if (narrow(s, white, &best, &alpha, &beta)) {
             if (white) alpha = best;
             else beta = best;
-            if (!white_prefers(s, &beta, &alpha)) break;   /* the opponent will not allow what the side has */
+            if (!white_prefers(s, &beta, &alpha)) {   /* the opponent will not allow what the side has */
+                if (qply < 0) cut_off(s, ply, move, depth);
+                break;
+            }
         }
     }
     *out = best;
@@ -625,6 +648,8 @@ int cs_start(cs_search *s, const cb_position *root, const uint64_t *keys, int co
     cc_accumulate(s->net, root, s->accumulators);
     s->accumulated[0] = 1;
     s->hooks.nodes = 0;
+    memset(s->killers, 0, sizeof s->killers);
+    memset(s->history, 0, sizeof s->history);
     return 0;
 }
 

@@ -4,7 +4,8 @@
  * Everything mirrors the Python search so that both paths search the same nodes in the same order and return
  * the same leaf: leaves that are positions (their features), mates, draws and tablebase results compared by
  * the same rules; the move ordering of each MoveOrdering (the best-move table first, captures that keep
- * material by static exchange, the comparator's preference for each child over the position, stable sorts);
+ * material by static exchange, the killer moves, the comparator's preference for each child over the position or
+ * the history of cut-offs, stable sorts), with the killers and the history kept alike;
  * the best-move table itself with the LRU policy of hackmate_core.lru and its capacity; check extension,
  * late-move reductions, capture quiescence, the repetition policy of the compiled board, the node count and
  * where `stop` is asked. Python keeps iterative deepening, the stoppers and the reports; it is asked through two
@@ -35,7 +36,7 @@
 #define CS_SLOTS 4
 
 /* The values of MoveOrdering, in search/comparison.py's ORDERINGS order. */
-enum { CS_ORDER_CAPTURES_COMPARATOR = 0, CS_ORDER_COMPARATOR = 1, CS_ORDER_CAPTURES = 2 };
+enum { CS_ORDER_CAPTURES_COMPARATOR = 0, CS_ORDER_COMPARATOR = 1, CS_ORDER_CAPTURES = 2, CS_ORDER_CAPTURES_HISTORY = 3 };
 
 /* Where a leaf kept by a node lives: its features and its line. */
 typedef struct {
@@ -86,8 +87,13 @@ typedef struct {
     cc_cache features;
     cs_lru best_moves;
     /* the options, read at each iteration */
-    int quiescence, ordering, hash_move, check_extension, late_move_reductions;
+    int quiescence, ordering, hash_move, check_extension, late_move_reductions, killer_moves;
     int iteration_depth;
+    /* ComparisonSearch.killers and .history: per ply the last two quiet moves that cut off there (newest first,
+     * 0: none), per side to move the depth squared summed over the quiet moves that cut off, by from * 64 + to;
+     * both cleared by cs_start */
+    cb_move killers[CS_PLIES][2];
+    int64_t history[2][64 * 64];
     /* the path from the root */
     cb_position stack[CS_PLIES];
     int64_t *accumulators;               /* [CS_PLIES][net->width] */
@@ -120,7 +126,7 @@ typedef struct {
 cs_search *cs_create(const cc_network *net, int32_t best_moves, uint64_t feature_slots);
 void cs_destroy(cs_search *search);
 /* A new root (an accepted position) and the transposition keys of the game's positions before it (count,
- * oldest first): 0, or -1 out of memory. */
+ * oldest first), the killers and the history cleared: 0, or -1 out of memory. */
 int cs_start(cs_search *search, const cb_position *root, const uint64_t *keys, int count);
 /* One iteration at depth (ComparisonSearch._alphabeta at the root between the two bounds): 0 with the best leaf
  * in *result, or 1 when stopped or a callback failed (root_first and root_best say how far it went). */

@@ -11,8 +11,10 @@ position, the comparator's picture of an even game.
 The network only ever compares positions; everything else only orders or
 deepens the search, each part switchable by a UCI option: the best move found
 for the position before first (HashMove: a table keyed by the position's
-hash), then captures that keep material and the children the comparator
-prefers most to their parent (MoveOrdering: one batched comparison per node),
+hash), then captures that keep material, the killer moves (KillerMoves: quiet
+moves that cut off at the same ply) and the children the comparator prefers
+most to their parent (MoveOrdering: one batched comparison per node, or a
+history of the quiet moves that cut off, which costs no comparison),
 one more ply when the side to move is in check (CheckExtension), late quiet
 moves a ply shallower unless that finds a better leaf (LateMoveReductions),
 and captures resolved before a leaf is judged (Quiescence).
@@ -59,7 +61,9 @@ CHECK_NODES_EVERY = 16
 FULL_DEPTH_MOVES = 3
 REDUCTION_MIN_DEPTH = 3
 #: Values of the option MoveOrdering.
-ORDERINGS = ("captures+comparator", "comparator", "captures")
+ORDERINGS = ("captures+comparator", "comparator", "captures", "captures+history")
+#: Ordering keys of the killer moves (newest first): below every capture's (above 1), above the unordered rest's (0).
+KILLER_KEYS = (0.75, 0.5)
 #: Rough memory of one best-move table entry (an OrderedDict slot, its key: a tuple of bitboards, a move).
 BEST_MOVE_BYTES = 500
 #: The compiled search's table of features takes this share of the search's Hash (its best-move table, of the
@@ -99,17 +103,19 @@ class ComparisonSearch(Search):
     BENCH_NODES = 5000
     OPTIONS = (
         Option("Quiescence", "check", True, attribute="quiescence",
-               help="resolve captures before the comparator judges a leaf (it was trained on quiet positions)"),
+               help="resolve captures before the comparator judges a leaf"),
         Option("MoveOrdering", "combo", "captures+comparator", choices=ORDERINGS, attribute="move_ordering",
-               help="after the hash move: captures that keep material, then the moves whose child the comparator "
-                    "prefers most to the position (captures+comparator); the comparator alone; or captures by "
-                    "most valuable victim and quiet moves as generated (captures)"),
+               help="hash move, captures keeping material, killers, then the comparator's choice "
+                    "(captures+comparator) or cut-off history (captures+history); the comparator alone "
+                    "(comparator); all captures, quiet moves as generated (captures)"),
         Option("HashMove", "check", True, attribute="hash_move",
-               help="try first the best move found for the position before (a table of moves sized by Hash)"),
+               help="try first the best move found before for the position (a table sized by Hash)"),
         Option("CheckExtension", "check", True, attribute="check_extension",
-               help="search one ply deeper when the side to move is in check"),
+               help="search one ply deeper in check"),
         Option("LateMoveReductions", "check", True, attribute="late_move_reductions",
                help="search late quiet moves one ply shallower, again at full depth if they improve the best"),
+        Option("KillerMoves", "check", True, attribute="killer_moves",
+               help="try early the quiet moves that cut off at the same ply"),
     )
 
     def __init__(self, comparator: Comparator) -> None:
@@ -131,6 +137,11 @@ class ComparisonSearch(Search):
         self.searcher: Any = None
         #: Whether the last search ran compiled.
         self.searched_compiled = False
+        #: Per ply, the last two quiet moves that cut off there (newest first), and per side to move the depth
+        #: squared summed over the quiet moves that cut off, by from * 64 + to: both cleared by each search.
+        self.killers: list[list[Optional[chess.Move]]] = []
+        self.history: list[list[int]] = []
+        self._clear_cut_offs()
 
     def set_hash(self, megabytes: float) -> None:
         super().set_hash(megabytes)
@@ -182,10 +193,15 @@ class ComparisonSearch(Search):
 
     # -------------------------------------------------------------- driver
 
+    def _clear_cut_offs(self) -> None:
+        self.killers = [[None, None] for _ in range(MAX_PLY)]
+        self.history = [[0] * 4096, [0] * 4096]  # [chess.BLACK], [chess.WHITE]
+
     def search(self, board: chess.Board, control: SearchControl, report: Reporter) -> SearchResult:
         board = board.copy()
         self.control = control
         self.nodes = 0
+        self._clear_cut_offs()  # the compiled search clears its own in start()
         moves = self.root_moves(board, control).moves
         if not moves:
             return SearchResult(None)
@@ -279,7 +295,7 @@ class ComparisonSearch(Search):
     def _compiled_iteration(self, searcher: Any, depth: int) -> Leaf:
         """One iteration in C at ``depth``, with the options as they are now."""
         options = (self.quiescence, ORDERINGS.index(self.move_ordering), self.hash_move, self.check_extension,
-                   self.late_move_reductions)
+                   self.late_move_reductions, self.killer_moves)
         tablebase = self.tablebase
         try:
             result = searcher.search(depth, options, self.control.stopped,
@@ -404,7 +420,7 @@ class ComparisonSearch(Search):
         if in_check and self.check_extension and ply > 0 and ply + depth < 2 * self.iteration_depth:
             depth += 1
         key = transposition_key(board)  # exact: hash() would merge positions (evaluators/cache.py)
-        ordered, ready = self._ordered(board, moves, key)
+        ordered, ready = self._ordered(board, moves, key, ply)
         child_features: list[Optional[np.ndarray]] = [None] * len(ordered)
 
         def finish_order() -> None:
@@ -413,38 +429,59 @@ class ComparisonSearch(Search):
         reducible = self.late_move_reductions and depth >= REDUCTION_MIN_DEPTH and not in_check
         best = self._expand(board, ordered, child_features, alpha, beta, None, reducible, depth,
                             lambda a, b, f, d: self._alphabeta(board, d, ply + 1, a, b, f), at_root=ply == 0,
-                            unordered=(ready, finish_order))
+                            unordered=(ready, finish_order), cut=lambda move: self._cut_off(board, move, ply, depth))
         if best.pv:
             self.best_moves.put(key, best.pv[0])
         return best
 
-    def _ordered(self, board: chess.Board, moves: list[chess.Move], key: Hashable) -> tuple[list[chess.Move], int]:
+    def _ordered(self, board: chess.Board, moves: list[chess.Move], key: Hashable,
+                 ply: int) -> tuple[list[chess.Move], int]:
         """The moves best first, the first ``ready`` of them (the second value) in their final places.
 
-        The stored best move comes first. ``captures+comparator`` puts next the
-        captures that do not lose material (most valuable victim first), above
-        every move the comparator orders, whose keys are probabilities (at most
-        1); ``captures`` puts all captures first that way and leaves the quiet
-        moves as generated. The comparator orders the other moves
-        (:meth:`_finish_order`) when the search gets to them, which a cut-off
-        on one of the first often spares: a stable sort, so the order is the
-        one all keys known at once would give.
+        The stored best move comes first. ``captures+comparator`` and
+        ``captures+history`` put next the captures that do not lose material
+        (most valuable victim first), ``captures`` every capture; then, with
+        KillerMoves, the ply's killers that are legal quiet moves here (newest
+        first), all of them above every move the comparator orders, whose keys
+        are probabilities (at most 1). ``captures`` leaves the other moves as
+        generated, ``captures+history`` orders them at once by the history of
+        cut-offs (highest first, ties as generated). The comparator orders the
+        other moves (:meth:`_finish_order`) when the search gets to them, which
+        a cut-off on one of the first often spares: a stable sort, so the order
+        is the one all keys known at once would give.
         """
         hash_move = self.best_moves.get(key) if self.hash_move else None
         ordering = self.move_ordering  # read once: the UCI thread may change it during a search
+        killers = self.killers[ply] if self.killer_moves else [None, None]
 
         def key_of(move: chess.Move) -> float:
-            if ordering == "captures":
-                return 1000 if move == hash_move else 100 + mvv_lva(board, move) if board.is_capture(move) else 0
             if move == hash_move:
                 return 3.0
-            if ordering == "captures+comparator" and board.is_capture(move) and keeps_material(board, move):
-                return 1.0 + mvv_lva(board, move) / 100  # above every quiet move (at most 1)
-            return 0.0  # ordered by the comparator later
+            capture = board.is_capture(move)
+            if capture and (ordering == "captures" or ordering != "comparator" and keeps_material(board, move)):
+                return 1.0 + mvv_lva(board, move) / 100  # above every key below (at most 1)
+            if not capture and move in killers:
+                return KILLER_KEYS[killers.index(move)]
+            return 0.0  # ordered later, by the comparator or the history, or left as generated
         keys = [key_of(move) for move in moves]
         order = sorted(range(len(moves)), key=keys.__getitem__, reverse=True)
-        ready = len(moves) if ordering == "captures" else sum(1 for value in keys if value > 0)
-        return [moves[i] for i in order], ready
+        ordered = [moves[i] for i in order]
+        ready = sum(1 for value in keys if value > 0)
+        if ordering == "captures+history":
+            history = self.history[board.turn]
+            ordered[ready:] = sorted(ordered[ready:], key=lambda move: history[move.from_square * 64 + move.to_square],
+                                     reverse=True)
+        return ordered, len(moves) if ordering in ("captures", "captures+history") else ready
+
+    def _cut_off(self, board: chess.Board, move: chess.Move, ply: int, depth: int) -> None:
+        """``move`` cut the node at ``ply`` with ``depth`` to go: a quiet one becomes the ply's newest killer
+        and earns depth squared in the history."""
+        if move.promotion is not None or board.is_capture(move):
+            return
+        killers = self.killers[ply]
+        if killers[0] != move:
+            killers[0], killers[1] = move, killers[0]
+        self.history[board.turn][move.from_square * 64 + move.to_square] += depth * depth
 
     def _finish_order(self, board: chess.Board, moves: list[chess.Move], ready: int,
                       features: Optional[np.ndarray]) -> list[np.ndarray]:
@@ -510,7 +547,8 @@ class ComparisonSearch(Search):
     def _expand(self, board: chess.Board, moves: list[chess.Move],
                 child_features: Optional[list[Optional[np.ndarray]]], alpha: Leaf, beta: Leaf, best: Optional[Leaf],
                 reducible: bool, depth: int, child: ChildSearch, at_root: bool = False,
-                unordered: Optional[tuple[int, Callable[[], None]]] = None) -> Leaf:
+                unordered: Optional[tuple[int, Callable[[], None]]] = None,
+                cut: Optional[Callable[[chess.Move], None]] = None) -> Leaf:
         """Search ``moves`` with ``child``, keeping the side to move's best leaf.
 
         ``best`` is a stand-pat leaf (quiescence, the bounds already narrowed
@@ -521,7 +559,8 @@ class ComparisonSearch(Search):
         the best. ``at_root`` keeps the best so far for a stopped iteration.
         ``unordered`` (index, function): the function puts the moves from that
         index on in order, and their features in ``child_features``, once the
-        search gets there.
+        search gets there. ``cut`` is told the move that cut the node, if one
+        does: a cut-off is the break below, alpha_pos preferred over beta_pos.
         """
         white = board.turn == chess.WHITE
         for index in range(len(moves)):
@@ -552,6 +591,8 @@ class ComparisonSearch(Search):
             if self._narrow(white, best, alpha, beta):
                 alpha, beta = (best, beta) if white else (alpha, best)
                 if not self.white_prefers(beta, alpha):
+                    if cut is not None:
+                        cut(move)
                     break  # the side to move already has something the opponent will not allow
         assert best is not None
         return best

@@ -151,12 +151,15 @@ def search_lines(network, monkeypatch, board: chess.Board, path: str, options: d
 
 
 @needs_compiled
+@pytest.mark.parametrize("options", [{}, {"KillerMoves": False}, {"MoveOrdering": "captures+history"}],
+                         ids=["defaults", "no-killers", "history"])
 @pytest.mark.parametrize("fen", BENCH_FENS)
-def test_both_paths_search_the_bench_positions_alike_to_depth_4(network, monkeypatch, fen):
-    """Depth 4 reports depths 1 to 4 on the way: each iteration's nodes, score and line must be equal."""
-    lines = search_lines(network, monkeypatch, chess.Board(fen), "compiled", max_depth=4)
+def test_both_paths_search_the_bench_positions_alike_to_depth_4(network, monkeypatch, fen, options):
+    """Depth 4 reports depths 1 to 4 on the way: each iteration's nodes, score and line must be equal, with the
+    killers (kept across iterations) and the history of cut-offs as well as without."""
+    lines = search_lines(network, monkeypatch, chess.Board(fen), "compiled", options, max_depth=4)
     assert [info[0] for info in lines[3:]] == [1, 2, 3, 4]
-    assert search_lines(network, monkeypatch, chess.Board(fen), "board", max_depth=4) == lines
+    assert search_lines(network, monkeypatch, chess.Board(fen), "board", options, max_depth=4) == lines
 
 
 @needs_compiled
@@ -172,7 +175,10 @@ def test_every_path_searches_the_rules_positions_alike(network, monkeypatch, fen
 
 @needs_compiled
 @pytest.mark.parametrize("options", [{"Quiescence": False}, {"MoveOrdering": "comparator"},
-                                     {"MoveOrdering": "captures"}, {"HashMove": False}, {"CheckExtension": False},
+                                     {"MoveOrdering": "captures"}, {"MoveOrdering": "captures+history"},
+                                     {"MoveOrdering": "captures+history", "KillerMoves": False},
+                                     {"MoveOrdering": "comparator", "KillerMoves": False}, {"KillerMoves": False},
+                                     {"HashMove": False}, {"CheckExtension": False},
                                      {"LateMoveReductions": False}, {"IncrementalAccumulator": False}])
 def test_both_paths_honour_every_option_alike(network, monkeypatch, options):
     board = chess.Board(BENCH_FENS[1])
@@ -189,13 +195,15 @@ def test_both_paths_evict_from_a_full_best_move_table_alike(network, monkeypatch
 
 
 @needs_compiled
-def test_both_paths_keep_and_shrink_the_best_move_table_alike(network, monkeypatch):
+@pytest.mark.parametrize("ordering", ["captures+comparator", "captures+history"])
+def test_both_paths_keep_and_shrink_the_best_move_table_alike(network, monkeypatch, ordering):
     """The table outlives a search: the next one (another position, the same game) starts from it, after Hash
-    shrank it to its 64 most recent entries."""
+    shrank it to its 64 most recent entries; the killers and the history start anew with each search."""
     def two_searches(path: str) -> list:
         with monkeypatch.context() as patch:
             network.new_game()
             search = ComparisonSearch(network)
+            search.set_option("MoveOrdering", ordering)
             if path == "board":
                 patch.setattr(search, "_compiled_network", lambda: None)
             board = chess.Board(BENCH_FENS[2])
@@ -247,9 +255,9 @@ def test_a_fuzzed_exchange_stays_clean_on_the_compiled_path(lenient, monkeypatch
     Search or Weights lines): no internal error, a legal bestmove for every search, the compiled search searching."""
     import tests.engine.test_uci_fuzz as fuzz
     options = {name: values for name, values in fuzz.OPTIONS.items() if name not in ("Evaluator", "Search", "Weights")}
-    options.update({"MoveOrdering": ["captures+comparator", "comparator", "captures", "none"],
+    options.update({"MoveOrdering": ["captures+comparator", "comparator", "captures", "captures+history", "none"],
                     "HashMove": ["true", "false"], "CheckExtension": ["true", "false"],
-                    "LateMoveReductions": ["true", "false"]})
+                    "LateMoveReductions": ["true", "false"], "KillerMoves": ["true", "false"]})
     monkeypatch.setattr(fuzz, "OPTIONS", options)
     rng = random.Random(fuzz.SEED)
     driver = Driver("--eval", "comparator", "--search", "comparison")
