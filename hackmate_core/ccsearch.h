@@ -36,7 +36,9 @@
 #define CS_SLOTS 4
 
 /* The values of MoveOrdering, in search/comparison.py's ORDERINGS order. */
-enum { CS_ORDER_CAPTURES_COMPARATOR = 0, CS_ORDER_COMPARATOR = 1, CS_ORDER_CAPTURES = 2, CS_ORDER_CAPTURES_HISTORY = 3 };
+enum {
+    CS_ORDER_CAPTURES_COMPARATOR = 0, CS_ORDER_COMPARATOR = 1, CS_ORDER_CAPTURES = 2, CS_ORDER_CAPTURES_HISTORY = 3
+};
 
 /* Where a leaf kept by a node lives: its features and its line. */
 typedef struct {
