@@ -80,14 +80,12 @@ class AlphaBetaSearch(Search):
     BENCH_NODES = 20000
 
     def __init__(self, evaluator: Evaluator) -> None:
-        super().__init__()
-        self.evaluator = evaluator
+        super().__init__(evaluator)
         self.tt = TranspositionTable(self.hash_mb)
         self.history = [[0] * 64 for _ in range(64)]
         self.killers: list[list[Optional[chess.Move]]] = [[None, None] for _ in range(MAX_PLY + 1)]
         self.nodes = 0
         self.seldepth = 0
-        self.control = SearchControl()
         self.keys: list[int] = []
         #: Index of the root position's key in ``keys`` (the repetition policy tells tree from game history).
         self.root_index = 0

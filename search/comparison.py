@@ -119,9 +119,7 @@ class ComparisonSearch(Search):
     )
 
     def __init__(self, comparator: Comparator) -> None:
-        super().__init__()
-        self.comparator = comparator
-        self.control = SearchControl()
+        super().__init__(comparator)
         self.even: Optional[np.ndarray] = None
         self.seldepth = 0
         self.iteration_depth = 1
@@ -142,6 +140,11 @@ class ComparisonSearch(Search):
         self.killers: list[list[Optional[chess.Move]]] = []
         self.history: list[list[int]] = []
         self._clear_cut_offs()
+
+    @property
+    def comparator(self) -> Comparator:
+        """The evaluator, by its interface's name (it compares positions rather than scoring one)."""
+        return self.evaluator
 
     def set_hash(self, megabytes: float) -> None:
         super().set_hash(megabytes)
