@@ -19,7 +19,7 @@ setup(ext_modules=[Extension(
     "hackmate_core._calphabeta",  # search/alphabeta.py's search for the material and pst evaluations
     sources=["hackmate_core/_calphabeta.c", "hackmate_core/cab.c", "hackmate_core/cboard.c"],
     depends=["hackmate_core/binding.h", "hackmate_core/cab.h", "hackmate_core/cboard.h", "hackmate_core/cexchange.h",
-             "hackmate_core/polyglot_keys.h"],
+             "hackmate_core/ckillers.h", "hackmate_core/polyglot_keys.h"],
     optional=True,
 ), Extension(
     "hackmate_core._cpuct",
@@ -34,7 +34,7 @@ setup(ext_modules=[Extension(
     sources=["hackmate_core/_ccomparison.c", "hackmate_core/ccomp.c", "hackmate_core/ccsearch.c",
              "hackmate_core/cboard.c"],
     depends=["hackmate_core/binding.h", "hackmate_core/ccomp.h", "hackmate_core/ccsearch.h", "hackmate_core/cboard.h",
-             "hackmate_core/cexchange.h", "hackmate_core/polyglot_keys.h"],
+             "hackmate_core/cexchange.h", "hackmate_core/ckillers.h", "hackmate_core/polyglot_keys.h"],
     # no fused multiply-add: the network must round as numpy does, product by product
     extra_compile_args=[] if sys.platform == "win32" else ["-ffp-contract=off"],
     optional=True,

@@ -456,9 +456,7 @@ static PyMethodDef Board_methods[] = {
     HB_METHOD("is_check", Board_is_check, METH_NOARGS, "is_check(): the side to move is in check."),
     HB_METHOD("is_insufficient_material", Board_is_insufficient_material, METH_NOARGS,
               "is_insufficient_material(): chess.Board.is_insufficient_material."),
-    HB_METHOD("state", Board_state, METH_NOARGS,
-              "state(): (pawns, knights, bishops, rooks, queens, kings, white, black, turn, castling_rights, "
-              "ep_square, halfmove_clock, fullmove_number) as python-chess holds them."),
+    HB_STATE_METHOD(Board_state, ""),
     HB_END,
 };
 

@@ -107,9 +107,7 @@ static PyObject *Position_get_key(PositionObject *self, void *unused) {
 static PyMethodDef Position_methods[] = {
     HB_METHOD("make", Position_make, METH_O,
               "make(code): the position after a legal move (ValueError for any other code)."),
-    HB_METHOD("state", Position_state, METH_NOARGS,
-              "state(): (pawns, knights, bishops, rooks, queens, kings, white, black, turn, castling_rights, "
-              "ep_square, halfmove_clock, fullmove_number, chess960) as python-chess holds them."),
+    HB_STATE_METHOD(Position_state, ", chess960"),
     HB_END,
 };
 

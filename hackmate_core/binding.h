@@ -120,7 +120,15 @@ static inline int hb_read_state(PyObject *state, int chess960, cb_position *posi
 }
 
 /* The state() tuple of a position: (pawns .. kings, white, black, turn, castling_rights, ep_square or None,
- * halfmove_clock, fullmove_number), with chess960 after them when with_chess960 is set. */
+ * halfmove_clock, fullmove_number), with chess960 after them when with_chess960 is set. HB_STATE_METHOD is the
+ * method-table entry of a state() method that returns it, its docstring naming the fields here, once:
+ * chess960_field is "" or ", chess960" as the method's with_chess960. */
+#define HB_STATE_FIELDS                                                                                               \
+    "pawns, knights, bishops, rooks, queens, kings, white, black, turn, castling_rights, ep_square, "                \
+    "halfmove_clock, fullmove_number"
+#define HB_STATE_METHOD(function, chess960_field)                                                                     \
+    HB_METHOD("state", function, METH_NOARGS,                                                                         \
+              "state(): (" HB_STATE_FIELDS chess960_field ") as python-chess holds them.")
 static inline PyObject *hb_state_tuple(const cb_position *p, int with_chess960) {
     PyObject *ep = p->ep_square < 0 ? Py_NewRef(Py_None) : PyLong_FromLong(p->ep_square);
     if (!ep) return NULL;

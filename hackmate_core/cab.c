@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cexchange.h"
+#include "ckillers.h"
 #include "polyglot_keys.h"
 
 
@@ -334,11 +335,7 @@ static int negamax(cab_search *s, const cb_position *p, int depth, int alpha, in
                 }
                 if (score >= beta) {
                     if (!capture) {   /* AlphaBetaSearch._remember_quiet */
-                        cb_move *killers = s->killers[ply];
-                        if (killers[0] != move) {
-                            killers[1] = killers[0];
-                            killers[0] = move;
-                        }
+                        ck_remember(s->killers[ply], move);
                         s->history[CB_FROM(move)][CB_TO(move)] += (int64_t)depth * depth;
                     }
                     break;

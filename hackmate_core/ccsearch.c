@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cexchange.h"
+#include "ckillers.h"
 
 /* hackmate_core.exchange: the king's worth in an exchange */
 #define SEE_KING 20000
@@ -400,11 +401,7 @@ static int ordered(cs_search *s, int ply, int count) {
 static void cut_off(cs_search *s, int ply, cb_move move, int depth) {
     const cb_position *p = &s->stack[ply];
     if (CB_PROMOTION(move) || cx_is_capture(p, move)) return;
-    cb_move *killers = s->killers[ply];
-    if (killers[0] != move) {
-        killers[1] = killers[0];
-        killers[0] = move;
-    }
+    ck_remember(s->killers[ply], move);
     s->history[p->turn][CB_FROM(move) * 64 + CB_TO(move)] += (int64_t)depth * depth;
 }
 

@@ -34,6 +34,7 @@ from hackmate_core.score import (MATE, MATE_BOUND, TB_BOUND, mate_in_moves, mate
                                  tablebase_score)
 from hackmate_core.tablebase import Tablebase
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
+from search.killers import Killers
 from search.stoppers import Progress
 from search.tt import EXACT, LOWER, UPPER, TranspositionTable, slot_count
 
@@ -80,14 +81,12 @@ class AlphaBetaSearch(Search):
     BENCH_NODES = 20000
 
     def __init__(self, evaluator: Evaluator) -> None:
-        super().__init__()
-        self.evaluator = evaluator
+        super().__init__(evaluator)
         self.tt = TranspositionTable(self.hash_mb)
         self.history = [[0] * 64 for _ in range(64)]
-        self.killers: list[list[Optional[chess.Move]]] = [[None, None] for _ in range(MAX_PLY + 1)]
+        self.killers = Killers(MAX_PLY + 1)
         self.nodes = 0
         self.seldepth = 0
-        self.control = SearchControl()
         self.keys: list[int] = []
         #: Index of the root position's key in ``keys`` (the repetition policy tells tree from game history).
         self.root_index = 0
@@ -140,7 +139,7 @@ class AlphaBetaSearch(Search):
         self.searched_compiled = searcher is not None
         if searcher is None:
             self.tt.new_search()
-            self.killers = [[None, None] for _ in range(MAX_PLY + 1)]
+            self.killers.clear()
         try:
             return self._deepen(board, control, report, root_moves, searcher)
         finally:
@@ -352,14 +351,11 @@ class AlphaBetaSearch(Search):
         return bool(own & (board.knights | board.bishops | board.rooks | board.queens))
 
     def _remember_quiet(self, move: chess.Move, depth: int, ply: int) -> None:
-        killers = self.killers[ply]
-        if killers[0] != move:
-            killers[1] = killers[0]
-            killers[0] = move
+        self.killers.remember(ply, move)
         self.history[move.from_square][move.to_square] += depth * depth
 
     def _ordered_moves(self, board: chess.Board, tt_move: Optional[chess.Move], ply: int) -> list[chess.Move]:
-        killers = self.killers[ply]
+        killers = self.killers.at(ply)
         history = self.history
         occupied_them = board.occupied_co[not board.turn]
         scored = []

@@ -6,7 +6,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar, Optional
+from typing import Any, Callable, ClassVar, Optional
 
 import chess
 
@@ -157,8 +157,12 @@ class Search(Configurable, ABC):
     EVALUATES_WITH: ClassVar[type] = Evaluator
     BENCH_NODES: ClassVar[int] = 1000
 
-    def __init__(self) -> None:
+    def __init__(self, evaluator: Any) -> None:
+        """``evaluator``: what the search evaluates with, an instance of the class's ``EVALUATES_WITH``."""
         super().__init__()
+        self.evaluator = evaluator
+        #: The stop control of the running search (a fresh one until the first search).
+        self.control = SearchControl()
         self.multipv = 1
         self.tablebase: Tablebase | None = None
         self.hash_mb: float = 16

@@ -51,6 +51,7 @@ from hackmate_core.rules import game_result, legal_moves
 from hackmate_core.score import mated_score, mating_score, q_to_cp, q_to_wdl, score_wdl, tablebase_score
 from search.alphabeta import _tablebase_probe
 from search.base import Reporter, Search, SearchControl, SearchInfo, SearchResult, SearchStopped
+from search.killers import Killers
 from search.stoppers import Progress
 
 MAX_PLY = 64
@@ -119,9 +120,7 @@ class ComparisonSearch(Search):
     )
 
     def __init__(self, comparator: Comparator) -> None:
-        super().__init__()
-        self.comparator = comparator
-        self.control = SearchControl()
+        super().__init__(comparator)
         self.even: Optional[np.ndarray] = None
         self.seldepth = 0
         self.iteration_depth = 1
@@ -139,9 +138,14 @@ class ComparisonSearch(Search):
         self.searched_compiled = False
         #: Per ply, the last two quiet moves that cut off there (newest first), and per side to move the depth
         #: squared summed over the quiet moves that cut off, by from * 64 + to: both cleared by each search.
-        self.killers: list[list[Optional[chess.Move]]] = []
+        self.killers = Killers(MAX_PLY)
         self.history: list[list[int]] = []
         self._clear_cut_offs()
+
+    @property
+    def comparator(self) -> Comparator:
+        """The evaluator, by its interface's name (it compares positions rather than scoring one)."""
+        return self.evaluator
 
     def set_hash(self, megabytes: float) -> None:
         super().set_hash(megabytes)
@@ -194,7 +198,7 @@ class ComparisonSearch(Search):
     # -------------------------------------------------------------- driver
 
     def _clear_cut_offs(self) -> None:
-        self.killers = [[None, None] for _ in range(MAX_PLY)]
+        self.killers.clear()
         self.history = [[0] * 4096, [0] * 4096]  # [chess.BLACK], [chess.WHITE]
 
     def search(self, board: chess.Board, control: SearchControl, report: Reporter) -> SearchResult:
@@ -452,7 +456,7 @@ class ComparisonSearch(Search):
         """
         hash_move = self.best_moves.get(key) if self.hash_move else None
         ordering = self.move_ordering  # read once: the UCI thread may change it during a search
-        killers = self.killers[ply] if self.killer_moves else [None, None]
+        killers = self.killers.at(ply) if self.killer_moves else [None, None]
 
         def key_of(move: chess.Move) -> float:
             if move == hash_move:
@@ -478,9 +482,7 @@ class ComparisonSearch(Search):
         and earns depth squared in the history."""
         if move.promotion is not None or board.is_capture(move):
             return
-        killers = self.killers[ply]
-        if killers[0] != move:
-            killers[0], killers[1] = move, killers[0]
+        self.killers.remember(ply, move)
         self.history[board.turn][move.from_square * 64 + move.to_square] += depth * depth
 
     def _finish_order(self, board: chess.Board, moves: list[chess.Move], ready: int,

@@ -172,14 +172,12 @@ class PuctSearch(Search):
     )
 
     def __init__(self, evaluator: Evaluator) -> None:
-        super().__init__()
-        self.evaluator = evaluator
+        super().__init__(evaluator)
         self.virtual_loss = 1
         self.root: Optional[Node] = None
         self.root_fen: Optional[str] = None
         #: True when the root's children were narrowed (searchmoves, tablebases): the next search re-expands it.
         self.root_filtered = False
-        self.control = SearchControl()
         self.nodes = 0
         self.reused = 0
         self.max_depth_seen = 0

@@ -77,13 +77,13 @@ def test_killers_come_after_the_captures_newest_first(ordering, place):
     search.set_option("MoveOrdering", ordering)
     for move in ("g1h2", "g1f1", "g1f1", "d1d4", "e7e8q"):
         search._cut_off(board, chess.Move.from_uci(move), 0, 1)
-    assert uci(search.killers[0]) == ["g1f1", "g1h2"]
+    assert uci(search.killers.at(0)) == ["g1f1", "g1h2"]
     search.history[chess.WHITE] = [0] * 4096  # the killers alone
     assert uci(ordered(search, board)[place:place + 2]) == ["g1f1", "g1h2"]
     search.set_option("KillerMoves", False)
     assert uci(ordered(search, board)[place:place + 2]) != ["g1f1", "g1h2"]
-    search.killers[0] = [None, None]  # killers of another ply: not this one's
-    search.killers[1] = [chess.Move.from_uci("g1f1"), None]
+    search.killers.clear()
+    search.killers.remember(1, chess.Move.from_uci("g1f1"))  # killers of another ply: not this one's
     search.set_option("KillerMoves", True)
     assert ordered(search, board)[place].uci() != "g1f1"
 
@@ -100,7 +100,7 @@ def test_a_killer_from_one_sibling_is_tried_early_in_the_next():
         plain = search._ordered
 
         def spy(board: chess.Board, moves: list[chess.Move], key, ply: int) -> tuple[list[chess.Move], int]:
-            killer = search.killers[ply][0]
+            killer = search.killers.at(ply)[0]
             order, ready = plain(board, moves, key, ply)
             if killer in order[:ready] and not board.is_capture(killer):
                 captures = sum(1 for move in order[:ready] if board.is_capture(move))
