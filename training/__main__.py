@@ -349,6 +349,17 @@ def annotate_command(pgn: Path, out: Path, command: str, nodes: int, workers: in
     click.echo(f"annotated {annotate(pgn, out, _engine_command(command), nodes, workers)} games into {out}")
 
 
+def _node_counts(text: str, option: str) -> tuple[int, ...]:
+    """A node count or comma-separated node counts (1000,2000), each at least 1."""
+    try:
+        counts = tuple(int(n) for n in text.split(","))
+    except ValueError:
+        counts = ()
+    if not counts or min(counts) < 1:
+        raise click.BadParameter(f"{text!r} is not a node count or comma-separated node counts", param_hint=option)
+    return counts
+
+
 @cli.command("selfplay")
 @options_from(SelfPlayConfig, only=("out", "command", "games", "nodes"), rename={"command": "--engine"})
 @options_from(SelfPlayOptions, only=("random_plies", "random_share"))
@@ -361,11 +372,7 @@ def selfplay_command(out: Path, command: str, games: int, nodes: str, workers: i
     from training.uci.selfplay import selfplay, summarize_games
     if settings["node_ratio"] < 1:
         raise click.BadParameter("must be at least 1", param_hint="--node-ratio")
-    try:
-        budgets = tuple(int(n) for n in nodes.split(","))
-    except ValueError:
-        raise click.BadParameter(f"{nodes!r} is not a node count or comma-separated node counts",
-                                 param_hint="--nodes") from None
+    budgets = _node_counts(nodes, "--nodes")
     options = SelfPlayOptions(**settings, node_budgets=budgets if len(budgets) > 1 else ())
     command = command or OWN_ENGINE
     with clear_errors():
@@ -497,17 +504,28 @@ def deepchess_valset(pgn: tuple[str, ...], out: Path, **settings) -> None:
 
 
 @cli.command("deepchess-eval")
-@click.argument("networks", nargs=-1, required=True, type=EXISTING_FILES)
-@options_from(DeepChessEvalConfig, only=("eval_sets", "search_depth", "parents"), rename={"eval_sets": "--eval-set"})
+@click.argument("networks", nargs=-1, type=EXISTING_FILES)
+@options_from(DeepChessEvalConfig, only=("eval_sets", "search_depth", "parents", "engine", "engine_nodes"),
+              rename={"eval_sets": "--eval-set"})
 @options_from(FiguresConfig, only=("out",))
 def deepchess_eval(networks: tuple[Path, ...], eval_sets: list[Path], search_depth: Optional[int], parents: int,
-                   out: Optional[Path]) -> None:
+                   engine: Optional[str], engine_nodes: str, out: Optional[Path]) -> None:
     """Measure comparators (.pt checkpoints or exported .onnx) on validation sets: won-vs-lost and sibling-pair
-    accuracy, and how often the preferred child is the engine's best move."""
+    accuracy, and how often the preferred child is the engine's best move; with --engine, a reference UCI
+    engine's won-vs-lost accuracy beside them."""
     from training.deepchess import evaluate_all, load_network
     from training.deepchess.valset import ValidationSet, search_preferred_child
+    if not networks and not engine:
+        raise click.UsageError("give NETWORKS to measure, a reference --engine, or both")
+    node_counts = _node_counts(engine_nodes, "--engine-nodes")
     sets = [ValidationSet.load(path) for path in eval_sets]
     figures = evaluate_all({str(path): load_network(path) for path in networks}, sets)
+    if engine:
+        from training.deepchess.reference import engine_won_lost
+        with clear_errors():
+            for name, engine_figures in engine_won_lost(_engine_command(engine, must_exist=True), sets,
+                                                        node_counts).items():
+                figures[name].update(engine_figures)
     if search_depth:
         from engine.backends import build_evaluator, build_search
         searchers = {"material_alphabeta": ("material", "alphabeta", None),

@@ -554,6 +554,10 @@ class DeepChessEvalConfig:
                                                 "comparison search for .onnx comparators, material alpha-beta as the "
                                                 "baseline.", bounds=(1, 4))
     parents: int = setting(2000, "Held-out parents searched with --search-depth.")
+    engine: Optional[str] = setting(None, "A reference UCI engine (a command, e.g. stockfish or its path): its "
+                                          "won-vs-lost accuracy, ranking each pair by its scores from White's side.")
+    engine_nodes: str = setting("1", "The reference engine's nodes per position; several, comma-separated "
+                                     "(1,20000): a figure each.")
 
 
 @dataclass

@@ -7,7 +7,8 @@ positions by their evals or their game's result, sibling parents, what is held o
 :mod:`~training.deepchess.model` (the Siamese comparator, ensembles,
 checkpoints), :mod:`~training.deepchess.train` (Pos2Vec pretraining, the
 comparator, distillation, the whole run), :mod:`~training.deepchess.accuracy`
-(the engine's symmetrised comparison on a validation set) and :mod:`~training.deepchess.export`
+(the engine's symmetrised comparison on a validation set), :mod:`~training.deepchess.reference` (a reference
+UCI engine on the same pairs) and :mod:`~training.deepchess.export`
 (the engine's comparator files); a run's settings are
 ``training.configs.DeepChessConfig``. Every network is measured on the run's
 validation set (``validation.npz``) and on any named validation set.

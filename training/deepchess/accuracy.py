@@ -39,11 +39,17 @@ def white_prefers(model: Judge, first: torch.Tensor, second: torch.Tensor, batch
     return torch.cat(out) if out else torch.zeros(0, device=first.device)
 
 
-def _accuracy(p_first: torch.Tensor, label: np.ndarray) -> Optional[float]:
+def ordering_accuracy(first: np.ndarray, second: np.ndarray, label: np.ndarray) -> Optional[float]:
+    """Share of pairs ranked as labelled (label 0: the first is better), the first ranked better where its value
+    is higher; a tie counts half, as a coin toss would."""
     if not len(label):
         return None
-    predicted = (p_first <= 0.5).long().cpu().numpy()  # label 0: the first is better
-    return float((predicted == label).mean())
+    right = np.where(first == second, 0.5, (first > second) == (label == 0))
+    return float(right.mean())
+
+
+def _accuracy(p_first: torch.Tensor, label: np.ndarray) -> Optional[float]:
+    return ordering_accuracy(p_first.cpu().numpy(), np.float32(0.5), label)
 
 
 @torch.no_grad()
