@@ -8,7 +8,7 @@ shipped networks (hackmate_weights, the folder weights/).
 Inside training the floors are declared the same way (TRAINING_LEVELS), top to bottom: the command line, the GPU
 recipe, reinforcement learning, the three families beside each other (the policy-value network, DeepChess, UCI
 engines at work), the settings, the data, and the ground (errors, devices, network files, options, figures,
-processes); and its modules import each other in no cycle.
+processes, starting UCI engines); and its modules import each other in no cycle.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ TRAINING_LEVELS = {"training.__main__": 6, "training.recipes": 5, "training.rl":
                    "training.configs": 2, "training.data": 1,
                    "training": 0, "training.errors": 0, "training.device": 0, "training.network_files": 0,
                    "training.onnx_metadata": 0, "training.config_cli": 0, "training.readable": 0,
-                   "training.processes": 0}
+                   "training.processes": 0, "training.engines": 0}
 #: Floors of training on the same level that must not import each other.
 TRAINING_APART = {frozenset({"training.resnet", "training.deepchess"}), frozenset({"training.resnet", "training.uci"}),
                   frozenset({"training.deepchess", "training.uci"})}

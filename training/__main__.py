@@ -27,7 +27,7 @@ from training.data import cache, corpus
 from training.data.corpus import CorpusConfig
 from training.errors import clear_errors
 from training.readable import figures_text
-from training.uci.engines import OWN_ENGINE
+from training.engines import OWN_ENGINE
 
 #: What a command's arguments name: checked by click before the command starts.
 EXISTING = click.Path(exists=True)

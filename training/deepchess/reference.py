@@ -17,7 +17,7 @@ from training.data.targets import score_cp
 from training.deepchess.accuracy import ordering_accuracy
 from training.deepchess.pairs import board_of
 from training.deepchess.valset import ValidationSet
-from training.uci.engines import EngineFailure, start_engine
+from training.engines import EngineFailure, start_engine
 
 #: One thread and a small hash, where the engine has them: the same scores on any machine for a node count.
 ENGINE_OPTIONS = {"Threads": 1, "Hash": 16}

@@ -27,7 +27,7 @@ from hackmate_core.openings import load_openings as openings_of_file, random_ope
 from hackmate_core.uci_engines import find_stockfish
 from search.base import SearchControl
 from training.processes import process_pool
-from training.uci.engines import start_engine
+from training.engines import start_engine
 
 
 class RandomMover(Mover):

@@ -22,7 +22,7 @@ import chess.engine
 
 from hackmate_core.options import option_settings
 from training.data.heldout import Selection, wilson_interval
-from training.uci.engines import start_engine
+from training.engines import start_engine
 
 #: The settings of the issue's figure: the policy alone, no heuristic priors, no material in the value.
 DEFAULT_OPTIONS = {"TacticalPriors": "0", "MaterialBlend": "0"}

@@ -41,7 +41,7 @@ from training.configs import LabelConfig
 from training.data.pgn import DataError, ReadStats, iter_games, open_text
 from training.data.shards import ShardWriter, best_moves, dir_keys, excluded_keys, load_dir
 from training.data.targets import WDL_MODEL, engine_label, side_result
-from training.uci.engines import EngineFailure, start_engine
+from training.engines import EngineFailure, start_engine
 from training.uci.workers import WorkLost, drop_worker_engine, in_order, worker_engine, workers_for
 
 #: Positions per work unit: small enough for an even spread and a fine-grained resume.

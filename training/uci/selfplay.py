@@ -35,7 +35,7 @@ from hackmate_core.textfiles import create_text
 from training.configs import SelfPlayOptions
 from training.data.pgn import ReadStats, decisive_result, iter_games, open_text
 from training.processes import process_pool
-from training.uci.engines import EngineFailure, start_engine
+from training.engines import EngineFailure, start_engine
 from training.uci.workers import WorkLost, as_finished, drop_worker_engine, worker_engine, workers_for
 
 HEADER = re.compile(r'\[\w+ "')  # a PGN tag pair; a wrapped comment line may start with "[%eval"

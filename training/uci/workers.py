@@ -30,7 +30,7 @@ import chess.engine
 
 from training.errors import TrainingError
 from training.processes import process_pool
-from training.uci.engines import start_engine
+from training.engines import start_engine
 
 #: Seconds to wait for a Ray address to answer before giving up on it.
 CONNECT_TIMEOUT_S = 10.0
@@ -55,7 +55,7 @@ _ENGINES: dict[tuple, chess.engine.SimpleEngine] = {}
 
 def worker_engine(command: str, options: Optional[Mapping[str, object]] = None,
                   known_only: bool = False) -> chess.engine.SimpleEngine:
-    """This worker process's engine for ``command`` with ``options`` (training.uci.engines.start_engine), started
+    """This worker process's engine for ``command`` with ``options`` (training.engines.start_engine), started
     on first use, kept for the next piece of work and closed when the process ends."""
     key = (command, tuple(sorted((options or {}).items())), known_only)
     engine = _ENGINES.get(key)

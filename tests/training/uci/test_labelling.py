@@ -274,6 +274,6 @@ def test_engine_agreement_with_its_own_labels_is_complete(tmp_path):
     assert figures["positions"] == 12 and figures["top1"] == 1.0 and figures["top3"] == 1.0
     sampled = evaluate_engine(stockfish_path(), 60, 3, tmp_path / "labels", positions=5, seed=3, progress=False)
     assert sampled["positions"] == 5
-    from training.uci.engines import EngineFailure as LabelError
+    from training.engines import EngineFailure as LabelError
     with pytest.raises(LabelError, match="cannot start"):
         evaluate_engine(str(tmp_path / "no-engine"), 60, 3, tmp_path / "labels", progress=False)
