@@ -6,6 +6,8 @@ bit 768: White to move; bits 769-772: castling rights K, Q, k, q.
 
 from __future__ import annotations
 
+from typing import Iterable
+
 import chess
 import numpy as np
 
@@ -26,6 +28,25 @@ def active_features(board: chess.Board) -> list[int]:
     rights = board.clean_castling_rights()
     features += [index for mask, index in CASTLING.items() if rights & mask]
     return features
+
+
+def board_of_features(features: Iterable[int]) -> chess.Board:
+    """The position whose set bits are ``features`` (the inverse of :func:`active_features`): pieces, side to move
+    and castling rights; the 773 bits keep no en passant square and no move clocks."""
+    board = chess.Board(None)
+    board.turn = chess.BLACK
+    rights = 0
+    for feature in features:
+        if feature < SIDE_TO_MOVE:
+            colour, rest = divmod(feature, 384)  # piece_feature: colour x piece type x square
+            piece_type, square = divmod(rest, 64)
+            board.set_piece_at(square, chess.Piece(piece_type + 1, chess.WHITE if colour == 0 else chess.BLACK))
+        elif feature == SIDE_TO_MOVE:
+            board.turn = chess.WHITE
+        else:
+            rights |= next(mask for mask, index in CASTLING.items() if index == feature)
+    board.castling_rights = rights
+    return board
 
 
 def encode(board: chess.Board) -> np.ndarray:

@@ -25,7 +25,7 @@ import chess.engine
 import chess.polyglot
 import numpy as np
 
-from evaluators.bits773 import CASTLING, INPUT_SIZE, SIDE_TO_MOVE, active_features
+from evaluators.bits773 import INPUT_SIZE, active_features, board_of_features
 from evaluators.material import MaterialEvaluator, quiescence_line
 from evaluators.moves import index_to_move
 from hackmate_core.score import cp_to_q
@@ -53,17 +53,9 @@ def unpack(rows: np.ndarray) -> np.ndarray:
 
 
 def board_of(row: np.ndarray) -> chess.Board:
-    """The position of one packed row (the inverse of :func:`pack`), for an engine to score: pieces, side to move
-    and castling rights; the 773 bits keep no en passant square and no move clocks."""
-    bits = unpack(row[None])[0]
-    board = chess.Board(None)
-    for feature in np.flatnonzero(bits[:SIDE_TO_MOVE]):
-        colour, rest = divmod(int(feature), 384)  # bits773.piece_feature: colour x piece type x square
-        piece_type, square = divmod(rest, 64)
-        board.set_piece_at(square, chess.Piece(piece_type + 1, chess.WHITE if colour == 0 else chess.BLACK))
-    board.turn = bool(bits[SIDE_TO_MOVE])
-    board.castling_rights = sum(mask for mask, feature in CASTLING.items() if bits[feature])
-    return board
+    """The position of one packed row (the inverse of :func:`pack`), for an engine to score
+    (evaluators.bits773.board_of_features: no en passant square, no move clocks)."""
+    return board_of_features(np.flatnonzero(unpack(row[None])[0]).tolist())
 
 
 def position_key(board: chess.Board) -> int:
