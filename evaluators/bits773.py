@@ -59,9 +59,12 @@ def encode(board: chess.Board) -> np.ndarray:
 def move_delta(board: chess.Board, move: chess.Move) -> tuple[list[int], list[int]]:
     """(features removed, features added) by playing ``move`` on ``board`` (before it is pushed).
 
-    This is what lets the comparator update its first layer incrementally.
+    This is what lets the comparator update its first layer incrementally. A null move
+    (``chess.Move.null()``, a search passing) changes the side to move only.
     """
     color = board.turn
+    if not move:
+        return ([SIDE_TO_MOVE], []) if color == chess.WHITE else ([], [SIDE_TO_MOVE])
     piece_type = board.piece_type_at(move.from_square)
     assert piece_type is not None, f"no piece on {chess.square_name(move.from_square)}"
     removed = [piece_feature(color, piece_type, move.from_square)]

@@ -14,7 +14,7 @@
 /* The module's dotted name, which its types' names begin with (binding.h's HB_TYPE). */
 #define HB_MODULE "hackmate_core._cboard"
 /* Raised in the API version when a method changes, so that hackmate_core.compiled refuses a stale build. */
-#define API_VERSION 1
+#define API_VERSION 2
 /* Deeper perft would run for days; the bound keeps the C recursion small. */
 #define MAX_PERFT_DEPTH 32
 
@@ -278,6 +278,19 @@ static PyObject *Board_push(BoardObject *self, PyObject *object) {
     Py_RETURN_NONE;
 }
 
+static PyObject *Board_push_null(BoardObject *self, PyObject *unused) {
+    if (cb_checkers(&self->board.position)) {
+        PyErr_SetString(PyExc_ValueError, "no null move in check: the side not to move would be in check");
+        return NULL;
+    }
+    if (cb_board_push(&self->board, 0) < 0) {
+        PyErr_SetString(PyExc_MemoryError, "the board's history is full");
+        return NULL;
+    }
+    self->legal_count = -1;
+    Py_RETURN_NONE;
+}
+
 static PyObject *Board_pop(BoardObject *self, PyObject *unused) {
     int move = cb_board_pop(&self->board);
     if (move < 0) {
@@ -442,6 +455,8 @@ static PyMethodDef Board_methods[] = {
               "legal_moves(): the move codes from | to << 6 | promotion << 12 in python-chess's "
               "generate_legal_moves() order."),
     HB_METHOD("push", Board_push, METH_O, "push(code): make a legal move (ValueError for any other code)."),
+    HB_METHOD("push_null", Board_push_null, METH_NOARGS,
+              "push_null(): pass, as chess.Board.push(chess.Move.null()) (ValueError in check); pop() returns 0."),
     HB_METHOD("pop", Board_pop, METH_NOARGS, "pop(): unmake the last move and return its code (IndexError)."),
     HB_METHOD("gives_check", Board_gives_check, METH_O,
               "gives_check(codes): for each legal move code, whether it checks (chess.Board.gives_check)."),

@@ -6,7 +6,6 @@
 
 #include "cexchange.h"
 #include "ckillers.h"
-#include "polyglot_keys.h"
 
 
 static inline int lsb64(cb_bitboard b) {
@@ -133,15 +132,6 @@ static int is_draw(cab_search *s, const cb_position *p, uint64_t key, cb_move *m
     return !(p->pieces[CB_PAWN] | p->pieces[CB_ROOK] | p->pieces[CB_QUEEN]) && cb_insufficient_material(p);
 }
 
-/* chess.Board.push(chess.Move.null()) */
-static void make_null(cb_position *p) {
-    p->ep_square = -1;
-    p->halfmove_clock++;
-    if (p->turn == CB_BLACK) p->fullmove_number++;
-    p->turn = (uint8_t)!p->turn;
-    p->base_key ^= CB_POLYGLOT[780];  /* the transposition key (p->key) is not used by the search */
-}
-
 /* Python's list.sort(reverse=True) by score: stable, highest first. */
 static void sort_moves(cb_move *moves, int64_t *scores, int count) {
     for (int i = 1; i < count; i++) {
@@ -240,11 +230,6 @@ static int root_skips(const cab_search *s, cb_move move) {
     return 1;
 }
 
-static inline int has_pieces(const cb_position *p) {
-    return (p->colors[p->turn] & (p->pieces[CB_KNIGHT] | p->pieces[CB_BISHOP] | p->pieces[CB_ROOK]
-                                  | p->pieces[CB_QUEEN])) != 0;
-}
-
 static int negamax(cab_search *s, const cb_position *p, int depth, int alpha, int beta, int ply, int pv_node,
                    int allow_null) {
     s->pv_length[ply] = 0;
@@ -285,9 +270,9 @@ static int negamax(cab_search *s, const cb_position *p, int depth, int alpha, in
     int in_check = cb_checkers(p) != 0;
     /* null move: if passing still fails high, the position is good enough */
     if (allow_null && !pv_node && !in_check && depth >= 3 && ply > 0 && beta < CAB_MATE_BOUND
-        && beta > -CAB_MATE_BOUND && has_pieces(p) && cab_evaluate(s, p) >= beta) {
+        && beta > -CAB_MATE_BOUND && cb_has_pieces(p) && cab_evaluate(s, p) >= beta) {
         cb_position child = *p;
-        make_null(&child);
+        cb_make_null(&child);
         s->keys[s->key_count++] = key;
         int score = -negamax(s, &child, depth - 3, -beta, -beta + 1, ply + 1, 0, 0);
         s->key_count--;

@@ -519,6 +519,16 @@ void cb_make(cb_position *p, cb_move move, int with_keys) {
     }
 }
 
+/* chess.Board.push(chess.Move.null()): the turn passes, the en-passant square goes, the clocks run */
+void cb_make_null(cb_position *p) {
+    p->ep_square = -1;
+    p->halfmove_clock++;
+    if (p->turn == CB_BLACK) p->fullmove_number++;
+    p->turn = (uint8_t)!p->turn;
+    p->base_key ^= CB_POLYGLOT[780];
+    finish_key(p);
+}
+
 int cb_gives_check(const cb_position *p, cb_move move) {
     cb_position child = *p;
     cb_make(&child, move, 0);
@@ -716,7 +726,8 @@ int cb_board_push(cb_board *board, cb_move move) {
     board->history[board->plies] = board->position;
     board->moves[board->plies] = move;
     board->plies++;
-    cb_make(&board->position, move, 1);
+    if (move) cb_make(&board->position, move, 1);
+    else cb_make_null(&board->position);
     return 0;
 }
 

@@ -137,6 +137,14 @@ const char *cb_set(cb_position *position, const cb_bitboard pieces[7], cb_bitboa
 int cb_legal_moves(const cb_position *position, cb_move *moves);
 /* Play a legal move (one cb_legal_moves returned for this position); with_keys 0 skips the keys. */
 void cb_make(cb_position *position, cb_move move, int with_keys);
+/* Pass (chess.Board.push(chess.Move.null())), the keys kept: for a side to move not in check, the position is one
+ * the board accepts. The searches' null-move pruning. */
+void cb_make_null(cb_position *position);
+/* Whether the side to move has a piece besides pawns and the king (null-move pruning's guard against zugzwang). */
+static inline int cb_has_pieces(const cb_position *p) {
+    return (p->colors[p->turn] & (p->pieces[CB_KNIGHT] | p->pieces[CB_BISHOP] | p->pieces[CB_ROOK]
+                                  | p->pieces[CB_QUEEN])) != 0;
+}
 /* The pieces giving check to the side to move. */
 cb_bitboard cb_checkers(const cb_position *position);
 /* chess.Board.attackers_mask: the pieces of color that attack square, sliders blocked by occupied. */
@@ -159,7 +167,8 @@ void cb_board_free(cb_board *board);
 int cb_copy_keys(uint64_t **keys, int *capacity, const uint64_t *from, int count, int room);
 /* A copy of source's history and position into an initialised target; 0 on success, -1 out of memory. */
 int cb_board_copy(cb_board *target, const cb_board *source);
-/* Make a legal move, keeping the position before it: 0 on success, -1 out of memory or history full. */
+/* Make a legal move, or pass for move 0 (a null move, the side to move not in check), keeping the position before
+ * it: 0 on success, -1 out of memory or history full. */
 int cb_board_push(cb_board *board, cb_move move);
 /* Unmake the last move: the move, or -1 when there is none. */
 int cb_board_pop(cb_board *board);

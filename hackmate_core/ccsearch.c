@@ -318,11 +318,14 @@ static int count_node(cs_search *s, int ply) {
     return 0;
 }
 
-/* Make move at ply: the child's position and the key of the path (its accumulator when first needed). */
+/* Make move at ply, or pass for move 0: the child's position and the key of the path (its accumulator when first
+ * needed). */
 static void push(cs_search *s, int ply, cb_move move) {
     s->keys[s->key_count + ply] = s->stack[ply].key;
     s->stack[ply + 1] = s->stack[ply];
-    cb_make(&s->stack[ply + 1], move, 1);
+    if (move) cb_make(&s->stack[ply + 1], move, 1);
+    else cb_make_null(&s->stack[ply + 1]);
+    s->line[ply] = move;
     s->accumulated[ply + 1] = 0;
 }
 
@@ -494,6 +497,25 @@ static int expand(cs_search *s, int ply, int qply, int count, int ready, const f
     return 0;
 }
 
+/* ComparisonSearch._null_move (see there for why each condition): 1 with the leaf of a pass that cuts the node in
+ * *out (no line), 0 when the node must search its moves, -1 when stopped. */
+static int null_move(cs_search *s, int depth, int ply, int in_check, const cs_leaf *alpha, const cs_leaf *beta,
+                     cs_leaf *out) {
+    const cb_position *p = &s->stack[ply];
+    int white = p->turn == CB_WHITE;
+    if (in_check || ply == 0 || depth < CS_NULL_MOVE_MIN_DEPTH || !s->line[ply - 1] || (white ? beta : alpha)->bound
+        || !cb_has_pieces(p))
+        return 0;
+    push(s, ply, 0);
+    cs_leaf leaf;
+    if (alphabeta(s, depth - 1 - CS_NULL_MOVE_REDUCTION, ply + 1, alpha, beta, NULL, &leaf)) return -1;
+    if (leaf.mate_ply || !narrow(s, white, &leaf, alpha, beta)) return 0;
+    if (white ? white_prefers(s, beta, &leaf) : white_prefers(s, &leaf, alpha)) return 0;   /* no cut */
+    *out = leaf;
+    out->pv_length = 0;
+    return 1;
+}
+
 /* ComparisonSearch._alphabeta: 0 with the best leaf in *out, or 1 when stopped. */
 static int alphabeta(cs_search *s, int depth, int ply, const cs_leaf *alpha, const cs_leaf *beta,
                      const float *features, cs_leaf *out) {
@@ -521,6 +543,10 @@ static int alphabeta(cs_search *s, int depth, int ply, const cs_leaf *alpha, con
     if (ended) return ended < 0;
     int in_check = cb_checkers(p) != 0;
     if (in_check && s->check_extension && ply > 0 && ply + depth < 2 * s->iteration_depth) depth++;
+    if (s->null_move) {
+        int passed = null_move(s, depth, ply, in_check, alpha, beta, out);
+        if (passed) return passed < 0;
+    }
     size_t arena_top = s->arena_top;
     int first = ordered(s, ply, count);
     int reducible = s->late_move_reductions && depth >= CS_REDUCTION_MIN_DEPTH && !in_check;

@@ -7,9 +7,9 @@
  * material by static exchange, the killer moves, the comparator's preference for each child over the position or
  * the history of cut-offs, stable sorts), with the killers and the history kept alike;
  * the best-move table itself with the LRU policy of hackmate_core.lru and its capacity; check extension,
- * late-move reductions, capture quiescence, the repetition policy of the compiled board, the node count and
- * where `stop` is asked. Python keeps iterative deepening, the stoppers and the reports; it is asked through two
- * callbacks: every CS_CHECK_NODES_EVERY nodes whether to stop, and for tablebase results.
+ * late-move reductions, null-move pruning, capture quiescence, the repetition policy of the compiled board, the node
+ * count and where `stop` is asked. Python keeps iterative deepening, the stoppers and the reports; it is asked
+ * through two callbacks: every CS_CHECK_NODES_EVERY nodes whether to stop, and for tablebase results.
  *
  * The features of every position met are kept in a table (cc_cache) across iterations and searches; the
  * features are exact, so the table changes the speed and nothing else.
@@ -23,13 +23,15 @@
 #include "cboard.h"
 #include "ccomp.h"
 
-/* search/comparison.py's MAX_PLY, MAX_QUIESCENCE_PLIES, CHECK_NODES_EVERY, FULL_DEPTH_MOVES and
- * REDUCTION_MIN_DEPTH */
+/* search/comparison.py's MAX_PLY, MAX_QUIESCENCE_PLIES, CHECK_NODES_EVERY, FULL_DEPTH_MOVES, REDUCTION_MIN_DEPTH,
+ * NULL_MOVE_MIN_DEPTH and NULL_MOVE_REDUCTION */
 #define CS_MAX_PLY 64
 #define CS_MAX_QUIESCENCE_PLIES 8
 #define CS_CHECK_NODES_EVERY 16
 #define CS_FULL_DEPTH_MOVES 3
 #define CS_REDUCTION_MIN_DEPTH 3
+#define CS_NULL_MOVE_MIN_DEPTH 3
+#define CS_NULL_MOVE_REDUCTION 2
 /* Positions on the stack: the root's ply 0 to a leaf's CS_MAX_PLY, and one more for a quiescence child. */
 #define CS_PLIES (CS_MAX_PLY + 2)
 /* Leaves a node keeps at once: its best, and alpha and beta when they are earlier bests of its own. */
@@ -89,7 +91,7 @@ typedef struct {
     cc_cache features;
     cs_lru best_moves;
     /* the options, read at each iteration */
-    int quiescence, ordering, hash_move, check_extension, late_move_reductions, killer_moves;
+    int quiescence, ordering, hash_move, check_extension, late_move_reductions, killer_moves, null_move;
     int iteration_depth;
     /* ComparisonSearch.killers and .history: per ply the last two quiet moves that cut off there (newest first,
      * 0: none), per side to move the depth squared summed over the quiet moves that cut off, by from * 64 + to;
@@ -98,6 +100,7 @@ typedef struct {
     int64_t history[2][64 * 64];
     /* the path from the root */
     cb_position stack[CS_PLIES];
+    cb_move line[CS_PLIES];              /* line[ply]: the move made at ply on the path, 0 for a null move */
     int64_t *accumulators;               /* [CS_PLIES][net->width] */
     int accumulated[CS_PLIES];           /* whether a ply's accumulator is up to date (made when first needed) */
     cb_move moves[CS_PLIES][CB_MAX_MOVES];

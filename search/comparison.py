@@ -17,7 +17,8 @@ most to their parent (MoveOrdering: one batched comparison per node, or a
 history of the quiet moves that cut off, which costs no comparison),
 one more ply when the side to move is in check (CheckExtension), late quiet
 moves a ply shallower unless that finds a better leaf (LateMoveReductions),
-and captures resolved before a leaf is judged (Quiescence).
+a node cut when even passing keeps what the opponent will not allow
+(NullMove), and captures resolved before a leaf is judged (Quiescence).
 
 With the shipped network (evaluators.comparator.ComparatorEvaluator) and the
 compiled core built, each iteration runs in C (hackmate_core._ccomparison, see
@@ -61,6 +62,10 @@ CHECK_NODES_EVERY = 16
 #: Late-move reductions: moves searched at full depth first, and the least remaining depth that is reduced.
 FULL_DEPTH_MOVES = 3
 REDUCTION_MIN_DEPTH = 3
+#: Null-move pruning: the least remaining depth that tries a null move, and the plies its search is shallower
+#: than a move's (R, as material alpha-beta's).
+NULL_MOVE_MIN_DEPTH = 3
+NULL_MOVE_REDUCTION = 2
 #: Values of the option MoveOrdering.
 ORDERINGS = ("captures+comparator", "comparator", "captures", "captures+history")
 #: Ordering keys of the killer moves (newest first): below every capture's (above 1), above the unordered rest's (0).
@@ -106,17 +111,18 @@ class ComparisonSearch(Search):
         Option("Quiescence", "check", True, attribute="quiescence",
                help="resolve captures before the comparator judges a leaf"),
         Option("MoveOrdering", "combo", "captures+comparator", choices=ORDERINGS, attribute="move_ordering",
-               help="hash move, captures keeping material, killers, then the comparator's choice "
-                    "(captures+comparator) or cut-off history (captures+history); the comparator alone "
-                    "(comparator); all captures, quiet moves as generated (captures)"),
+               help="after hash move, captures keeping material, killers: comparator (captures+comparator) or "
+                    "cut-off history (captures+history); comparator only (comparator); all captures (captures)"),
         Option("HashMove", "check", True, attribute="hash_move",
-               help="try first the best move found before for the position (a table sized by Hash)"),
+               help="try first the position's earlier best move (a table sized by Hash)"),
         Option("CheckExtension", "check", True, attribute="check_extension",
                help="search one ply deeper in check"),
         Option("LateMoveReductions", "check", True, attribute="late_move_reductions",
-               help="search late quiet moves one ply shallower, again at full depth if they improve the best"),
+               help="search late quiet moves a ply shallower, again fully if better"),
         Option("KillerMoves", "check", True, attribute="killer_moves",
-               help="try early the quiet moves that cut off at the same ply"),
+               help="try early quiet moves that cut off at the same ply"),
+        Option("NullMove", "check", False, attribute="null_move",
+               help="skip moves where passing fails high"),
     )
 
     def __init__(self, comparator: Comparator) -> None:
@@ -299,7 +305,7 @@ class ComparisonSearch(Search):
     def _compiled_iteration(self, searcher: Any, depth: int) -> Leaf:
         """One iteration in C at ``depth``, with the options as they are now."""
         options = (self.quiescence, ORDERINGS.index(self.move_ordering), self.hash_move, self.check_extension,
-                   self.late_move_reductions, self.killer_moves)
+                   self.late_move_reductions, self.killer_moves, self.null_move)
         tablebase = self.tablebase
         try:
             result = searcher.search(depth, options, self.control.stopped,
@@ -364,8 +370,12 @@ class ComparisonSearch(Search):
         return board.is_check() if self.cboard is None else self.cboard.is_check()
 
     def _push(self, board: chess.Board, move: chess.Move) -> None:
+        """Make ``move``, or pass for ``chess.Move.null()`` (as ``board.push`` does)."""
         if self.cboard is not None:
-            self.cboard.push(move_code(move))
+            if move:
+                self.cboard.push(move_code(move))
+            else:
+                self.cboard.push_null()
         self.comparator.push(board, move)
 
     def _pop(self, board: chess.Board) -> None:
@@ -423,6 +433,10 @@ class ComparisonSearch(Search):
         in_check = self._in_check(board)
         if in_check and self.check_extension and ply > 0 and ply + depth < 2 * self.iteration_depth:
             depth += 1
+        if self.null_move:
+            passed = self._null_move(board, depth, ply, in_check, alpha, beta)
+            if passed is not None:
+                return passed
         key = transposition_key(board)  # exact: hash() would merge positions (evaluators/cache.py)
         ordered, ready = self._ordered(board, moves, key, ply)
         child_features: list[Optional[np.ndarray]] = [None] * len(ordered)
@@ -437,6 +451,40 @@ class ComparisonSearch(Search):
         if best.pv:
             self.best_moves.put(key, best.pv[0])
         return best
+
+    def _null_move(self, board: chess.Board, depth: int, ply: int, in_check: bool, alpha: Leaf,
+                   beta: Leaf) -> Optional[Leaf]:
+        """Null-move pruning (NullMove): the leaf of a pass that cuts the node, or None when the node must search
+        its moves.
+
+        If the side to move passes and the opponent, searched NULL_MOVE_REDUCTION plies shallower than after
+        a move, still cannot bring the position below the bound the opponent holds elsewhere (the cut of
+        :meth:`_expand`), some move is surely as good: the node fails high unsearched. Never in check
+        (passing would leave the king in check), at the root (it must have a move), with only pawns and the
+        king (zugzwang: passing there is often better than every move), right after a pass (two passes in a
+        row search the same position again) or against the initial bound (nothing is as good as it, so no
+        cut can follow); a pass that ends in a mate does not cut (the mate's distance counts the pass).
+
+        The leaf comes back without its line: the moves after the pass are no line from here. The parent does
+        not choose it (for the parent it is no better than what the parent holds elsewhere); at most the
+        parent returns it as the bound of a node that fails low, its line then just the parent's move to this
+        node, a legal one. Nothing goes to the best-move table: no move of this node was searched.
+        """
+        white = board.turn == chess.WHITE
+        pieces = board.occupied_co[board.turn] & ~(board.pawns | board.kings)
+        if (in_check or ply == 0 or depth < NULL_MOVE_MIN_DEPTH or not board.peek() or (beta if white else alpha).bound
+                or not pieces):
+            return None
+        self._push(board, chess.Move.null())
+        try:
+            leaf = self._alphabeta(board, depth - 1 - NULL_MOVE_REDUCTION, ply + 1, alpha, beta, None)
+        finally:
+            self._pop(board)
+        if leaf.mate_ply or not self._narrow(white, leaf, alpha, beta):
+            return None
+        if self.white_prefers(beta, leaf) if white else self.white_prefers(leaf, alpha):
+            return None  # the opponent's bound is still better for the opponent: no cut
+        return Leaf(leaf.features, 0, leaf.draw, (), 0, leaf.tablebase_ply)
 
     def _ordered(self, board: chess.Board, moves: list[chess.Move], key: Hashable,
                  ply: int) -> tuple[list[chess.Move], int]:

@@ -210,6 +210,33 @@ def test_the_history_is_replayed_and_a_null_move_refused(cboard):
     assert cboard.Board.from_board(board, history=False).ply == 0
 
 
+def test_null_moves_agree_with_python_chess(cboard):
+    """Random games with passes (chess.Board.push(chess.Move.null())) where the side to move is not in check: the
+    state, the keys, repetitions and results agree after each; pop() gives back the pass as 0; no pass in check."""
+    rng = random.Random(11)
+    for _ in range(40):
+        board = chess.Board("r3k2r/pppq1ppp/2n2n2/3pp3/3PP3/2N2N2/PPPQ1PPP/R3K2R w KQkq - 0 1")
+        fast = cboard.Board.from_board(board)
+        for _ in range(rng.randrange(10, 60)):
+            moves = list(board.generate_legal_moves())
+            if not moves:
+                break
+            if not board.is_check() and rng.random() < 0.3:
+                board.push(chess.Move.null())
+                fast.push_null()
+            else:
+                move = rng.choice(moves)
+                board.push(move)
+                fast.push(move_code(move))
+            assert_same(board, fast, rng.randrange(12))
+        while board.move_stack:
+            assert fast.pop() == move_code(board.pop())
+        assert fast.state() == state(board)
+    checked = cboard.Board.from_board(chess.Board("4k3/8/5N2/1b6/8/8/8/4K2R b K - 0 1"))
+    with pytest.raises(ValueError, match="in check"):
+        checked.push_null()
+
+
 def test_repetitions_inside_the_tree_count_once(cboard):
     board = chess.Board()
     fast = cboard.Board.from_board(board)

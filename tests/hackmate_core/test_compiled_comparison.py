@@ -151,12 +151,12 @@ def search_lines(network, monkeypatch, board: chess.Board, path: str, options: d
 
 
 @needs_compiled
-@pytest.mark.parametrize("options", [{}, {"KillerMoves": False}, {"MoveOrdering": "captures+history"}],
-                         ids=["defaults", "no-killers", "history"])
+@pytest.mark.parametrize("options", [{}, {"KillerMoves": False}, {"MoveOrdering": "captures+history"},
+                                     {"NullMove": True}], ids=["defaults", "no-killers", "history", "null-move"])
 @pytest.mark.parametrize("fen", BENCH_FENS)
 def test_both_paths_search_the_bench_positions_alike_to_depth_4(network, monkeypatch, fen, options):
     """Depth 4 reports depths 1 to 4 on the way: each iteration's nodes, score and line must be equal, with the
-    killers (kept across iterations) and the history of cut-offs as well as without."""
+    killers (kept across iterations) and the history of cut-offs as well as without, and with null moves."""
     lines = search_lines(network, monkeypatch, chess.Board(fen), "compiled", options, max_depth=4)
     assert [info[0] for info in lines[3:]] == [1, 2, 3, 4]
     assert search_lines(network, monkeypatch, chess.Board(fen), "board", options, max_depth=4) == lines
@@ -164,11 +164,14 @@ def test_both_paths_search_the_bench_positions_alike_to_depth_4(network, monkeyp
 
 @needs_compiled
 @pytest.mark.parametrize("fen, moves", RULES_POSITIONS)
-@pytest.mark.parametrize("limits", [{"max_depth": 3}, {"max_nodes": 300}])
-def test_every_path_searches_the_rules_positions_alike(network, monkeypatch, fen, moves, limits):
+@pytest.mark.parametrize("limits, options", [({"max_depth": 3}, {}), ({"max_nodes": 300}, {}),
+                                             ({"max_depth": 4, "max_nodes": 2500}, {"NullMove": True})],
+                         ids=["depth-3", "nodes-300", "null-move-depth-4"])
+def test_every_path_searches_the_rules_positions_alike(network, monkeypatch, fen, moves, limits, options):
     """Checks, promotions, en passant, castling, Chess960, repetitions in the game's history, the fifty-move rule
-    and insufficient material; a node budget stops an iteration halfway (its first move's best leaf is kept)."""
-    lines = [search_lines(network, monkeypatch, rules_board(fen, moves), path, **limits)
+    and insufficient material; a node budget stops an iteration halfway (its first move's best leaf is kept); null
+    moves, tried from depth 4 on (the first where a node below the root has 3 plies to go), on each board."""
+    lines = [search_lines(network, monkeypatch, rules_board(fen, moves), path, options, **limits)
              for path in ("compiled", "board", "pure")]
     assert lines[0] == lines[1] == lines[2]
 
@@ -179,7 +182,8 @@ def test_every_path_searches_the_rules_positions_alike(network, monkeypatch, fen
                                      {"MoveOrdering": "captures+history", "KillerMoves": False},
                                      {"MoveOrdering": "comparator", "KillerMoves": False}, {"KillerMoves": False},
                                      {"HashMove": False}, {"CheckExtension": False},
-                                     {"LateMoveReductions": False}, {"IncrementalAccumulator": False}])
+                                     {"LateMoveReductions": False}, {"IncrementalAccumulator": False},
+                                     {"NullMove": True}])
 def test_both_paths_honour_every_option_alike(network, monkeypatch, options):
     board = chess.Board(BENCH_FENS[1])
     lines = search_lines(network, monkeypatch, board, "compiled", options, max_depth=3)
@@ -257,7 +261,8 @@ def test_a_fuzzed_exchange_stays_clean_on_the_compiled_path(lenient, monkeypatch
     options = {name: values for name, values in fuzz.OPTIONS.items() if name not in ("Evaluator", "Search", "Weights")}
     options.update({"MoveOrdering": ["captures+comparator", "comparator", "captures", "captures+history", "none"],
                     "HashMove": ["true", "false"], "CheckExtension": ["true", "false"],
-                    "LateMoveReductions": ["true", "false"], "KillerMoves": ["true", "false"]})
+                    "LateMoveReductions": ["true", "false"], "KillerMoves": ["true", "false"],
+                    "NullMove": ["true", "false", "maybe"]})
     monkeypatch.setattr(fuzz, "OPTIONS", options)
     rng = random.Random(fuzz.SEED)
     driver = Driver("--eval", "comparator", "--search", "comparison")

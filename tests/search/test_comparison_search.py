@@ -19,7 +19,7 @@ from evaluators.base import LoadError, unwrap
 from evaluators.comparator import ComparatorEvaluator
 from hackmate_weights import WEIGHTS_DIR
 from search.base import SearchControl, SearchInfo
-from search.comparison import ComparisonSearch
+from search.comparison import ComparisonSearch, Leaf
 from hackmate_core import compiled
 from hackmate_core.boards import transposition_key
 from tests.search.test_comparison_quiescence import POISONED, MaterialComparator
@@ -203,6 +203,112 @@ def test_late_move_reductions_search_fewer_nodes_to_the_same_depth():
     assert counts[True] < counts[False]
 
 
+# White a queen up: passing is good enough for White in most lines, and Black's knight may pass too.
+QUEEN_UP = "4k3/pp3ppp/2n5/8/8/2N5/PP3PPP/3QK3 w - - 0 1"
+# Kings and pawns only: a pass would find zugzwang no longer one.
+PAWN_ENDING = "8/5pk1/6p1/7p/7P/6P1/5PK1/8 w - - 0 1"
+
+
+def spy_null_moves(search: ComparisonSearch) -> list[chess.Board]:
+    """The boards on which the search passes (before the pass), in order; every leaf a node returns is checked
+    to carry no null move in its line."""
+    passes: list[chess.Board] = []
+    push, alphabeta = search._push, search._alphabeta
+
+    def spy_push(board: chess.Board, move: chess.Move) -> None:
+        if not move:
+            passes.append(board.copy())
+        push(board, move)
+
+    def spy_alphabeta(*args, **kwargs):
+        leaf = alphabeta(*args, **kwargs)
+        assert chess.Move.null() not in leaf.pv
+        return leaf
+    search._push = spy_push  # type: ignore[method-assign]
+    search._alphabeta = spy_alphabeta  # type: ignore[method-assign]
+    return passes
+
+
+@pytest.mark.parametrize("fen", [QUEEN_UP, QUEEN_UP.replace(" w ", " b ")])
+def test_null_moves_cut_where_one_side_is_far_ahead(fen):
+    """Fewer nodes to depth 4 and the same move: the node where the side a queen up passes fails high."""
+    board = chess.Board(fen)
+    nodes, moves = {}, {}
+    for null_move in (False, True):
+        search = ComparisonSearch(MaterialComparator())
+        search.set_option("NullMove", null_move)
+        passes = spy_null_moves(search)
+        moves[null_move] = search.search(board, SearchControl(max_depth=4), lambda info: None).best_move
+        nodes[null_move] = search.nodes
+        assert bool(passes) == null_move
+    assert nodes[True] < nodes[False] and moves[True] == moves[False]
+
+
+def test_null_moves_keep_to_their_rule():
+    """Never at the root, in check, right after a pass, with only pawns and the king, or less than 3 plies from
+    the leaves (the last is seen through the pass's child searched at depth 0, a leaf: no node below it)."""
+    root = chess.Board(QUEEN_UP)
+    search = ComparisonSearch(MaterialComparator())
+    search.set_option("NullMove", True)
+    passes = spy_null_moves(search)
+    search.search(root, SearchControl(max_depth=5), lambda info: None)
+    assert len(passes) > 10
+    assert any(board.turn == chess.BLACK for board in passes)  # the side behind passes too
+    for board in passes:
+        assert len(board.move_stack) > len(root.move_stack) and board.peek()
+        assert not board.is_check()
+        assert board.occupied_co[board.turn] & ~(board.pawns | board.kings)
+
+
+@pytest.mark.parametrize("case", ["root", "in check", "after a pass", "pawns only", "initial bound", "shallow",
+                                  "allowed"])
+def test_the_null_move_rule(case):
+    """ComparisonSearch._null_move on one node: it passes only when every condition holds."""
+    board = chess.Board(PAWN_ENDING if case == "pawns only" else QUEEN_UP.replace(" w ", " b "))
+    board.push(chess.Move.from_uci("g7g6"))  # White to move after a move of Black's
+    if case == "after a pass":  # White to move again, after a move and Black's pass
+        board.push(chess.Move.from_uci("d1d2"))
+        board.push(chess.Move.null())
+    search = ComparisonSearch(MaterialComparator())
+    search.set_option("NullMove", True)
+    passes = spy_null_moves(search)
+    search.comparator.reset(board)
+    search.even = search.comparator.features(chess.Board())
+    beta = Leaf(None, bound=1) if case == "initial bound" else Leaf(search.comparator.features(board) - 100)
+    passed = search._null_move(board, 2 if case == "shallow" else 3, 0 if case == "root" else 2,
+                               case == "in check", Leaf(None, bound=-1), beta)
+    assert len(passes) == (case == "allowed")
+    if case == "allowed":  # a queen up, passing still beats a bound 100 below the position: cut, without a line
+        assert passed is not None and passed.pv == () and not passed.mate_ply
+    else:
+        assert passed is None
+
+
+def test_a_mate_after_a_pass_does_not_cut():
+    """White passes and still mates (1... Kg8 2. Qb8#), the only leaf as good for White as Black's bound (a
+    position a queen better still): a mate two moves later than the pass, not a cut."""
+    board = chess.Board("6k1/8/6K1/8/8/8/8/1Q6 b - - 0 1")
+    board.push(chess.Move.from_uci("g8h8"))
+    search = ComparisonSearch(MaterialComparator())
+    passes = spy_null_moves(search)
+    search.comparator.reset(board)
+    search.even = search.comparator.features(chess.Board())
+    beta = Leaf(search.comparator.features(board) + 900)
+    assert search._null_move(board, 5, 2, False, Leaf(None, bound=-1), beta) is None and len(passes) == 1
+
+
+def test_null_moves_leave_pawn_endings_alone():
+    nodes = []
+    for null_move in (False, True):
+        search = ComparisonSearch(MaterialComparator())
+        search.set_option("NullMove", null_move)
+        passes = spy_null_moves(search)
+        search.search(chess.Board(PAWN_ENDING), SearchControl(max_depth=5), lambda info: None)
+        assert not passes
+        nodes.append(search.nodes)
+    assert nodes[0] == nodes[1]
+
+
 @pytest.fixture(scope="module")
 def network():
     """The shipped comparator inside its feature cache, as the engine builds it."""
@@ -224,6 +330,22 @@ def test_batched_children_match_one_at_a_time(network):
         network.pop(board)
         assert np.array_equal(features, from_scratch)  # the same sums in the same order
         assert p == network.prefers_first(features, parent)
+
+
+def test_a_pass_flips_only_the_side_to_move_in_the_accumulator(network):
+    """The comparator's incremental first layer after chess.Move.null() is the one computed from scratch, for a
+    pass by either side, and popping the pass restores the position's."""
+    board = chess.Board("r3k2r/pppq1ppp/2n2n2/3pp3/3PP3/2N2N2/PPPQ1PPP/R3K2R w KQkq e6 0 1")
+    bare = unwrap(network)
+    network.reset(board)
+    before = bare.accumulators[-1]
+    line = [chess.Move.null(), chess.Move.from_uci("a7a6"), chess.Move.from_uci("a2a3"), chess.Move.null()]
+    for move in line:  # White passes, then Black
+        network.push(board, move)
+        assert np.array_equal(bare.accumulators[-1], bare.full_accumulator(board))
+    for _ in line:
+        network.pop(board)
+    assert np.array_equal(bare.accumulators[-1], before) and board.ep_square == chess.E6
 
 
 def test_node_budget_gives_deterministic_nodes_and_move(network):
@@ -260,6 +382,30 @@ def test_stop_ends_an_infinite_search(network, monkeypatch, path):
     thread.join(60)
     assert not thread.is_alive() and search.searched_compiled == (path == "compiled")
     assert results[0].best_move in {info.pv[0] for info in infos}
+
+
+@pytest.mark.parametrize("path", ["compiled", "python"] if compiled.ccomparison is not None else ["python"])
+def test_no_null_move_reaches_the_uci_lines(monkeypatch, path):
+    """`go depth 4` with NullMove on a bench position where passes cut: every `info ... pv` line and the bestmove
+    are legal moves from the position, none a null move; a value that is no boolean gets an info string."""
+    fen = "3r3k/2r4p/1p1b3q/p4P2/P2Pp3/1B2P3/3BQ1RP/6K1 w - - 3 87"
+    driver = Driver("--eval", "comparator", "--search", "comparison")
+    driver.engine.ensure_backend()
+    if path == "python":
+        monkeypatch.setattr(driver.engine.search, "_compiled_network", lambda: None)
+    driver.send("setoption name NullMove value maybe")
+    assert driver.strings()[-1] == "info string option NullMove takes true or false, not 'maybe'"
+    driver.send("setoption name NullMove value true", f"position fen {fen}")
+    best = driver.go("go depth 4", timeout=120).split()
+    assert driver.engine.search.null_move and driver.engine.search.searched_compiled == (path == "compiled")
+    lines = [line.split(" pv ")[1].split() for line in driver.infos()] + [[best[1], best[3]]]
+    assert len(lines) == 5
+    for line in lines:
+        board = chess.Board(fen)
+        for uci in line:
+            move = chess.Move.from_uci(uci)
+            assert move and move in board.legal_moves, (line, uci)
+            board.push(move)
 
 
 def test_a_stopped_iteration_plays_the_move_that_beat_the_last_choice():
