@@ -121,7 +121,7 @@ class ComparisonSearch(Search):
                help="search late quiet moves a ply shallower, again fully if better"),
         Option("KillerMoves", "check", True, attribute="killer_moves",
                help="try early quiet moves that cut off at the same ply"),
-        Option("NullMove", "check", False, attribute="null_move",
+        Option("NullMove", "check", True, attribute="null_move",
                help="skip moves where passing fails high"),
     )
 

@@ -152,11 +152,12 @@ def search_lines(network, monkeypatch, board: chess.Board, path: str, options: d
 
 @needs_compiled
 @pytest.mark.parametrize("options", [{}, {"KillerMoves": False}, {"MoveOrdering": "captures+history"},
-                                     {"NullMove": True}], ids=["defaults", "no-killers", "history", "null-move"])
+                                     {"NullMove": False}], ids=["defaults", "no-killers", "history", "no-null-move"])
 @pytest.mark.parametrize("fen", BENCH_FENS)
 def test_both_paths_search_the_bench_positions_alike_to_depth_4(network, monkeypatch, fen, options):
     """Depth 4 reports depths 1 to 4 on the way: each iteration's nodes, score and line must be equal, with the
-    killers (kept across iterations) and the history of cut-offs as well as without, and with null moves."""
+    killers (kept across iterations) and the history of cut-offs as well as without, and with null moves (the
+    default) as well as without."""
     lines = search_lines(network, monkeypatch, chess.Board(fen), "compiled", options, max_depth=4)
     assert [info[0] for info in lines[3:]] == [1, 2, 3, 4]
     assert search_lines(network, monkeypatch, chess.Board(fen), "board", options, max_depth=4) == lines
@@ -165,7 +166,7 @@ def test_both_paths_search_the_bench_positions_alike_to_depth_4(network, monkeyp
 @needs_compiled
 @pytest.mark.parametrize("fen, moves", RULES_POSITIONS)
 @pytest.mark.parametrize("limits, options", [({"max_depth": 3}, {}), ({"max_nodes": 300}, {}),
-                                             ({"max_depth": 4, "max_nodes": 2500}, {"NullMove": True})],
+                                             ({"max_depth": 4, "max_nodes": 2500}, {})],
                          ids=["depth-3", "nodes-300", "null-move-depth-4"])
 def test_every_path_searches_the_rules_positions_alike(network, monkeypatch, fen, moves, limits, options):
     """Checks, promotions, en passant, castling, Chess960, repetitions in the game's history, the fifty-move rule
@@ -183,7 +184,7 @@ def test_every_path_searches_the_rules_positions_alike(network, monkeypatch, fen
                                      {"MoveOrdering": "comparator", "KillerMoves": False}, {"KillerMoves": False},
                                      {"HashMove": False}, {"CheckExtension": False},
                                      {"LateMoveReductions": False}, {"IncrementalAccumulator": False},
-                                     {"NullMove": True}])
+                                     {"NullMove": False}])
 def test_both_paths_honour_every_option_alike(network, monkeypatch, options):
     board = chess.Board(BENCH_FENS[1])
     lines = search_lines(network, monkeypatch, board, "compiled", options, max_depth=3)
