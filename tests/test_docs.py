@@ -92,8 +92,8 @@ def readme_figures() -> dict[str, str]:
         "default-vs-stockfish": lambda row: row["opponent"].startswith("Stockfish")
         and row["ours"].startswith("the default"),
         "default-vs-previous": lambda row: row["opponent"].startswith("the network before the default"),
-        "previous-vs-stockfish": lambda row: row["opponent"].startswith("Stockfish")
-        and row["ours"].startswith("the network before the default"),
+        "deepchess-vs-stockfish": lambda row: row["opponent"].startswith("Stockfish")
+        and row["ours"].startswith("DeepChess"),
         "compiled-vs-pure": lambda row: "pure-Python" in row["opponent"],
     }
     machine = next(key for key in rows[0] if key.startswith("machine"))
