@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import re
 import shlex
+import subprocess
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -310,3 +311,16 @@ def test_the_readme_options_table_is_the_engine_s_listing() -> None:
     begin, end = text.index("<!-- options:begin -->"), text.index("<!-- options:end -->")
     table = [line for line in text[begin:end].splitlines() if line.startswith("|")]
     assert table == [line for line in listing.output.splitlines() if line.startswith("|")]
+
+
+def test_the_layout_names_every_folder_of_the_checkout():
+    """Each top-level folder git tracks appears in the README's Layout section, as `name/...`."""
+    try:
+        tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout: no list of tracked folders")
+    folders = {path.split("/")[0] for path in tracked.splitlines() if "/" in path}
+    text = readme_text()
+    layout = text[text.index("## Layout"):]
+    layout = layout[:layout.index("\n## ", 1)]
+    assert sorted(folder for folder in folders if f"`{folder}/" not in layout) == []
