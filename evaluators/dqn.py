@@ -18,7 +18,7 @@ import numpy as np
 from evaluators.base import Evaluation, Evaluator, LoadError, MoveLists, value_centipawns
 from evaluators.cache import CachedEvaluator
 from evaluators.encoding import ENCODINGS, assemble, get_encoding
-from evaluators.moves import move_to_index
+from evaluators.moves import POLICY_LAYOUT, move_to_index
 from evaluators.onnx_model import open_session
 from hackmate_core.options import Option
 
@@ -50,9 +50,9 @@ class DQNEvaluator(Evaluator):
         if encoding_name not in ENCODINGS:
             raise LoadError(f"{path}: unknown board encoding {encoding_name!r} (this engine knows "
                             f"{', '.join(ENCODINGS)})")
-        if self.metadata.get("policy_layout") != "az-8x8x73" or self.metadata.get("value_head") != "q":
+        if self.metadata.get("policy_layout") != POLICY_LAYOUT or self.metadata.get("value_head") != "q":
             raise LoadError(f"{path}: unsupported move layout {self.metadata.get('policy_layout')!r} or head "
-                            f"{self.metadata.get('value_head')!r} (expected az-8x8x73 and q)")
+                            f"{self.metadata.get('value_head')!r} (expected {POLICY_LAYOUT} and q)")
         self.encoding = get_encoding(encoding_name)
 
     def set_threads(self, threads: int) -> None:

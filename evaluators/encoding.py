@@ -47,6 +47,8 @@ PIECE_ORDER = [chess.PAWN, chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN, 
 FULL = 0xFFFFFFFFFFFFFFFF
 #: The fifty-move plane holds min(plies, FIFTY_MOVE_PLIES) / FIFTY_MOVE_PLIES.
 FIFTY_MOVE_PLIES = 100
+#: The encodings' names: what a network's metadata, a shard's meta.json and the options say.
+PLANES18, LC0_112, FEATURES36 = "planes18", "lc0-112", "features36"
 #: The castling planes of each encoding, by the rook of each right in the side to move's frame (H1: our O-O).
 PLANES18_CASTLING = (chess.H1, chess.A1, chess.H8, chess.A8)
 LC0_CASTLING = (chess.A1, chess.H1, chess.A8, chess.H8)
@@ -305,10 +307,10 @@ def assemble(binary: np.ndarray, rule50: np.ndarray) -> np.ndarray:
     return out
 
 
-ENCODINGS = {e.name: e for e in (Encoding("planes18", 17, 1, PLANES18_CASTLING, unflipped_bitboards),
-                                  Encoding("lc0-112", 111, LC0_HISTORY, LC0_CASTLING, lc0_bitboards),
-                                  Encoding("features36", 35, 1, PLANES18_CASTLING, feature_bitboards,
-                                           FEATURES_LAST_MOVES, extends="planes18"))}
+ENCODINGS = {e.name: e for e in (Encoding(PLANES18, 17, 1, PLANES18_CASTLING, unflipped_bitboards),
+                                  Encoding(LC0_112, 111, LC0_HISTORY, LC0_CASTLING, lc0_bitboards),
+                                  Encoding(FEATURES36, 35, 1, PLANES18_CASTLING, feature_bitboards,
+                                           FEATURES_LAST_MOVES, extends=PLANES18))}
 
 
 def get_encoding(name: str) -> Encoding:

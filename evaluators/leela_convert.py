@@ -24,7 +24,6 @@ quantised as `python -m training quantize` does, maia-1900 kept fp32's top move 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -33,11 +32,11 @@ from typing import Any, Optional
 import numpy as np
 
 from evaluators.base import LoadError
-from evaluators.encoding import FIFTY_MOVE_PLIES
+from evaluators.encoding import FIFTY_MOVE_PLIES, LC0_112
 from evaluators.leela import Conv, Dense, LeelaNetwork, read_network
 from evaluators.lc0_policy import az_conv_sources, az_sources
 from evaluators.moves import KING_TAKES_ROOK, OWN_SLOT
-from evaluators.onnx_model import CASTLING_KEY, KIND_KEY, QUEEN_PROMOTION_KEY, RESNET_KIND
+from evaluators.onnx_model import CASTLING_KEY, QUEEN_PROMOTION_KEY, RESNET_KIND, network_metadata, set_metadata
 from hackmate_core.user_cache import root
 
 #: The cache's folder of converted networks.
@@ -98,9 +97,8 @@ def input_weights(weights: np.ndarray) -> np.ndarray:
 
 def metadata(network: LeelaNetwork, extra: dict) -> dict[str, Any]:
     """The converted file's metadata: what :class:`~evaluators.resnet.ResNetEvaluator` checks, and the source."""
-    return {KIND_KEY: RESNET_KIND, "encoding": "lc0-112", "policy_layout": "az-8x8x73", "value_head": "wdl",
-            CASTLING_KEY: KING_TAKES_ROOK, QUEEN_PROMOTION_KEY: OWN_SLOT, "network": network.description,
-            "converter": CONVERTER_VERSION, **extra}
+    return {**network_metadata(RESNET_KIND, LC0_112, "wdl"), CASTLING_KEY: KING_TAKES_ROOK,
+            QUEEN_PROMOTION_KEY: OWN_SLOT, "network": network.description, "converter": CONVERTER_VERSION, **extra}
 
 
 def build_model(network: LeelaNetwork, extra: Optional[dict] = None) -> Any:
@@ -148,8 +146,7 @@ def build_model(network: LeelaNetwork, extra: Optional[dict] = None) -> Any:
                           graph.initializers),
         opset_imports=[helper.make_opsetid("", OPSET)], producer_name="hackmate")
     model.ir_version = IR_VERSION
-    for key, value_ in metadata(network, extra or {}).items():
-        model.metadata_props.add(key=key, value=value_ if isinstance(value_, str) else json.dumps(value_))
+    set_metadata(model, metadata(network, extra or {}))
     onnx.checker.check_model(model)
     return model
 

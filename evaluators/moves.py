@@ -19,6 +19,8 @@ import chess
 import numpy as np
 
 POLICY_SIZE = 8 * 8 * 73
+#: The name of this layout in a network's metadata (``policy_layout``): every policy and Q-value head here has it.
+POLICY_LAYOUT = "az-8x8x73"
 
 QUEEN_DIRECTIONS = [(1, 0), (1, 1), (0, 1), (-1, 1), (-1, 0), (-1, -1), (0, -1), (1, -1)]  # (rank, file)
 KNIGHT_DELTAS = [(2, 1), (1, 2), (-1, 2), (-2, 1), (-2, -1), (-1, -2), (1, -2), (2, -1)]

@@ -1,4 +1,5 @@
-"""Loading ONNX networks with onnxruntime, checking the metadata training.resnet.export writes, on the hardware asked.
+"""Loading ONNX networks with onnxruntime, checking their metadata, on the hardware asked; and writing that metadata
+(:func:`set_metadata`, the one writer: training's exports and evaluators.leela_convert's conversions).
 
 ``Backend`` chooses onnxruntime's execution provider: ``cpu``; ``cuda`` (onnxruntime-gpu, an NVIDIA GPU);
 ``tensorrt`` (TensorRT through onnxruntime-gpu, which builds an engine for the network at the first load, then
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.base import LoadError
+from evaluators.moves import POLICY_LAYOUT
 
 #: Metadata key naming what kind of network a file holds.
 KIND_KEY = "hackmate.kind"
@@ -29,6 +31,20 @@ BACKEND_PROVIDERS = {"auto": ("CUDAExecutionProvider",), "cpu": (),
                      "cuda": ("CUDAExecutionProvider",),
                      "tensorrt": ("TensorrtExecutionProvider", "CUDAExecutionProvider")}
 BACKENDS = tuple(BACKEND_PROVIDERS)
+
+
+def network_metadata(kind: str, encoding: str, value_head: str) -> dict[str, Any]:
+    """The metadata a network over the move slots opens with, what the evaluators check before they play with it:
+    its kind, board encoding, policy layout and value head."""
+    return {KIND_KEY: kind, "encoding": encoding, "policy_layout": POLICY_LAYOUT, "value_head": value_head}
+
+
+def set_metadata(model: Any, metadata: dict[str, Any]) -> None:
+    """Set an ``onnx.ModelProto``'s metadata to ``metadata`` (strings as they are, anything else as JSON, which
+    :func:`open_session` reads back), in its order."""
+    del model.metadata_props[:]
+    for key, value in metadata.items():
+        model.metadata_props.add(key=key, value=value if isinstance(value, str) else json.dumps(value))
 
 
 def providers(backend: str) -> list[str]:

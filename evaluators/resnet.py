@@ -37,10 +37,10 @@ import numpy as np
 from evaluators.base import Evaluation, Evaluator, LoadError, MoveLists, Request, evaluate_in_stages, value_centipawns
 from evaluators.blend import BlendedEvaluator
 from evaluators.cache import CachedEvaluator
-from evaluators.encoding import (ENCODINGS, Encoding, assemble, get_encoding, last_move_squares, lc0_history,
-                                 unpack_unflipped)
+from evaluators.encoding import (ENCODINGS, FEATURES36, LC0_112, PLANES18, Encoding, assemble, get_encoding,
+                                 last_move_squares, lc0_history, unpack_unflipped)
 from evaluators.leela import is_leela_file
-from evaluators.moves import KING_TWO_SQUARES, PUSH_SLOT, PolicySlots, mirror_move
+from evaluators.moves import KING_TWO_SQUARES, POLICY_LAYOUT, PUSH_SLOT, PolicySlots, mirror_move
 from evaluators.onnx_model import (BACKENDS, CASTLING_KEY, CPU_PROVIDER, QUEEN_PROMOTION_KEY, RESNET_KIND, open_session,
                                    running_provider)
 from hackmate_core.options import Option
@@ -56,7 +56,7 @@ PRECISIONS = ("fp32", "int8", "mixed")
 #: top move as fp32's on 99% of Carlsen's positions; docs/record/bench.md, "The mixed-precision margin raised to 0.2".
 MIXED_MARGIN = 0.2
 #: The attribute of a compiled PUCT leaf (hackmate_core._cpuct.Leaf) that holds each encoding's binary planes.
-LEAF_PLANES = {"planes18": "planes", "lc0-112": "lc0_planes", "features36": "feature_planes"}
+LEAF_PLANES = {PLANES18: "planes", LC0_112: "lc0_planes", FEATURES36: "feature_planes"}
 
 
 def int8_companion(path: Path) -> Path:
@@ -141,9 +141,9 @@ class ResNetEvaluator(Evaluator):
         if encoding_name not in ENCODINGS:
             raise LoadError(f"{self.path}: unknown board encoding {encoding_name!r} (this engine knows "
                             f"{', '.join(ENCODINGS)})")
-        if metadata.get("policy_layout") != "az-8x8x73" or metadata.get("value_head") != "wdl":
+        if metadata.get("policy_layout") != POLICY_LAYOUT or metadata.get("value_head") != "wdl":
             raise LoadError(f"{self.path}: unsupported policy layout {metadata.get('policy_layout')!r} or value "
-                            f"head {metadata.get('value_head')!r} (expected az-8x8x73 and wdl)")
+                            f"head {metadata.get('value_head')!r} (expected {POLICY_LAYOUT} and wdl)")
         try:
             self._slots = PolicySlots(metadata.get(CASTLING_KEY, KING_TWO_SQUARES),
                                       metadata.get(QUEEN_PROMOTION_KEY, PUSH_SLOT))

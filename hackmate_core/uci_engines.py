@@ -1,19 +1,27 @@
-"""Finding the external UCI engines (Stockfish) that matches, labelling and the RL evaluation play against.
+"""Finding and starting the UCI engines (Stockfish, or this engine in a process of its own) that matches, suites,
+labelling and the RL evaluation play against: the one way the project starts one.
 
-Debian installs engines in /usr/games, which is often not on PATH, so that folder is searched too.
+Debian installs engines in /usr/games, which is often not on PATH, so that folder is searched too. An engine that
+cannot start, or refuses an option, is an :class:`EngineStartError` naming its command.
 """
 
 from __future__ import annotations
 
 import shlex
 import shutil
-from typing import Optional
+from typing import Any, Mapping, Optional, Sequence, Union
+
+import chess.engine
 
 GAMES_FOLDER = "/usr/games"
 
 
 class EngineNotFound(LookupError):
     """An engine command whose program is neither on PATH nor in /usr/games."""
+
+
+class EngineStartError(RuntimeError):
+    """A UCI engine that cannot be started, or refuses the options asked; the message names its command."""
 
 
 def find_engine(program: str) -> Optional[str]:
@@ -35,3 +43,24 @@ def engine_command(command: str, must_exist: bool = False) -> str:
         raise EngineNotFound(f"engine not found: {words[0] if words else command!r} (install it, e.g. "
                              "apt-get install stockfish, or give its path with --engine)")
     return shlex.join(words)
+
+
+def start_engine(command: Union[str, Sequence[str]], options: Optional[Mapping[str, object]] = None,
+                 known_only: bool = False, **popen_args: Any) -> chess.engine.SimpleEngine:
+    """The engine of ``command`` (a command line, or its words), with ``options`` set (``known_only``: those of them
+    it has); ``popen_args`` go to the process (``stderr=None``: the engine's errors to ours)."""
+    named = command if isinstance(command, str) else shlex.join(command)
+    options = dict(options or {})
+    try:
+        words = shlex.split(command) if isinstance(command, str) else list(command)
+        engine = chess.engine.SimpleEngine.popen_uci(words, **popen_args)
+    except (OSError, chess.engine.EngineError, ValueError) as error:
+        raise EngineStartError(f"cannot start the engine {named!r}: {error}") from None
+    if known_only:
+        options = {name: value for name, value in options.items() if name in engine.options}
+    try:
+        engine.configure(options)
+    except chess.engine.EngineError as error:  # an option it lacks, or a value out of range
+        engine.quit()
+        raise EngineStartError(f"the engine {named!r} refuses the options {options}: {error}") from None
+    return engine

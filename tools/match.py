@@ -29,7 +29,7 @@ from hackmate_core.epd import InputError
 from hackmate_core.games import MAX_PLIES, Forfeit, Mover, play_game as play_movers
 from hackmate_core.openings import load_openings
 from hackmate_core.options import option_settings
-from hackmate_core.uci_engines import find_stockfish
+from hackmate_core.uci_engines import find_stockfish, start_engine
 
 #: The openings a match starts from unless told otherwise: 200 distinct positions after the first 8 plies of
 #: Carlsen's classical games (../shared/data/games/carlsen-classical.pgn), shipped so that a clone alone can play.
@@ -99,8 +99,7 @@ class UciMover(Mover):
     def __init__(self, player: Player, tc: TimeControl, clocks: dict[chess.Color, float],
                  scores: list[Optional[int]], round_name: str) -> None:
         self.name, self.tc, self.clocks, self.scores, self.round_name = player.name, tc, clocks, scores, round_name
-        self.engine = chess.engine.SimpleEngine.popen_uci(player.command, stderr=None)
-        self.engine.configure(dict(player.options))
+        self.engine = start_engine(player.command, player.options, stderr=None)
 
     def choose(self, board: chess.Board) -> chess.Move:
         limit = chess.engine.Limit(white_clock=self.clocks[chess.WHITE], black_clock=self.clocks[chess.BLACK],

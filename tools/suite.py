@@ -19,6 +19,7 @@ import chess.engine
 import click
 
 from hackmate_core.epd import BadLine, EpdPosition, InputError, read_epd_file
+from hackmate_core.uci_engines import start_engine
 from tools.match import parse_options
 
 
@@ -59,8 +60,7 @@ def is_solved(move: Optional[chess.Move], ops: dict) -> bool:
 def run_suite(command: list[str], options: dict[str, str], positions: list[EpdPosition],
               limit: chess.engine.Limit, verbose: bool = False) -> SuiteResult:
     result = SuiteResult()
-    with chess.engine.SimpleEngine.popen_uci(command) as engine:
-        engine.configure(options)
+    with start_engine(command, options) as engine:
         for position in positions:
             board, ops = position.board, position.operations
             played = engine.play(board, limit, info=chess.engine.INFO_BASIC, game=object())

@@ -34,14 +34,13 @@ import chess
 import chess.polyglot
 import numpy as np
 
-from evaluators.encoding import Encoding, assemble, get_encoding
+from evaluators.encoding import PLANES18, Encoding, assemble, get_encoding
 from evaluators.moves import move_to_index
 from training.data.pgn import DataError
 
 FORMAT = "hackmate-shards"
 VERSION = 1
-#: The 17 bit-packed planes of evaluators.encoding, and the board encoding of data made without naming one.
-PLANES18 = "planes18"
+#: The board encoding of data made without naming one: the 17 bit-packed planes of evaluators.encoding.
 DEFAULT_ENCODING = PLANES18
 
 #: Every array of a shard and its dtype.

@@ -18,9 +18,8 @@ from __future__ import annotations
 import chess
 import numpy as np
 
-from evaluators.encoding import PIECE_ORDER, get_encoding
+from evaluators.encoding import PIECE_ORDER, PLANES18, get_encoding
 from evaluators.moves import POLICY_SIZE, slot_move
-from training.data.shards import PLANES18
 
 #: Bytes of a planes18 row, and of its twelve piece planes (what comes before the castling planes).
 ROW_BYTES = get_encoding(PLANES18).binary_planes * 8

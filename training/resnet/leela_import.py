@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from evaluators.base import LoadError
-from evaluators.encoding import get_encoding
+from evaluators.encoding import LC0_112, get_encoding
 from evaluators.leela import Conv, Dense, LeelaNetwork, read_network
 from evaluators.leela_convert import build_model, input_weights
 from training.network_files import WeightsError
@@ -31,8 +31,6 @@ from training.resnet.folded import recalibrate, unfold
 from training.resnet.model import PolicyValueNet
 from training.resnet.weights import FORMAT, VERSION
 
-#: The encoding of every Leela network's input.
-ENCODING = "lc0-112"
 #: The draw's logit of a scalar value head (see the module's docstring).
 SCALAR_DRAW_LOGIT = -20.0
 #: How far the imported network may be from the engine's conversion: its logits (absolute) and W/D/L probabilities.
@@ -70,7 +68,7 @@ def shape_of(network: LeelaNetwork, name: str) -> dict:
                                f"which do not divide its {filters} filters")
         squeeze = filters // width
     dense = network.policy_dense is not None
-    return {"planes": get_encoding(ENCODING).planes, "blocks": len(network.residual), "filters": filters,
+    return {"planes": get_encoding(LC0_112).planes, "blocks": len(network.residual), "filters": filters,
             "value_hidden": network.value_dense1.weights.shape[0], "squeeze": squeeze,
             "activation": network.activation, "se_gate": "sigmoid" if squeeze else "2sigmoid",
             "policy_head": "lc0-dense" if dense else "lc0-convolution",
@@ -84,12 +82,12 @@ def import_leela(network: LeelaNetwork, source: dict, calibration: Sequence[ches
     SHA-256) goes into its config. WeightsError where it does not compute what the engine's conversion does."""
     net = PolicyValueNet(**shape_of(network, source.get("file", "the network")))
     pairs = _set_weights(net, network)
-    encoding = get_encoding(ENCODING)
+    encoding = get_encoding(LC0_112)
     inputs = torch.from_numpy(np.stack([encoding.encode(board) for board in calibration]))
     recalibrate(net, pairs, lambda: net(inputs))
     _check(net, network, inputs, source.get("file", "the network"))
     return {"format": FORMAT, "version": VERSION, "shape": net.shape, "model": net.state_dict(),
-            "meta": {"encoding": ENCODING, "sources": []},
+            "meta": {"encoding": LC0_112, "sources": []},
             "config": {"imported_from": {**source, "format": "lc0", "network": network.description}}, "history": []}
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluators.encoding import Encoding
+from evaluators.encoding import LC0_112, Encoding
 from training.data import cache, shards
 from training.data.corpus.columns import ColumnWriter
 from training.data.corpus.config import CorpusConfig, CorpusError
@@ -21,7 +21,7 @@ PART_FORMAT, PART_VERSION, PARTS = "hackmate-corpus-part", 1, "corpus-parts"
 #: Encodings whose planes changed since their parts were first prepared, with the revision a part's key holds, so
 #: that a part of an earlier revision is prepared again and the parts of every other encoding are kept: lc0-112 is
 #: exactly Lc0's input (history, repetitions, castling planes) since revision 2.
-ENCODING_REVISIONS = {"lc0-112": 2}
+ENCODING_REVISIONS = {LC0_112: 2}
 #: Columns of a part besides the records: every position of every game, for the validation split.
 SEEN = {"seen_key": np.dtype(np.uint64), "seen_game": np.dtype(np.int64)}
 #: Preference between records of the same position: a MultiPV label, then an engine eval, then a bare move.
