@@ -85,7 +85,7 @@ STEP=$(left 10)
 echo "training A and B for $BUDGET minutes each in all (this step at most $STEP)"
 run() {  # name "blocks filters max-epochs" lr [--grow]
   read -r blocks filters epochs <<< "$2"
-  python3 -m training.recipes.gpu --out "$WORK/union$1" "${DATA[@]}" --test "${TEST:-testset}" \
+  python3 -m training gpu-recipe --out "$WORK/union$1" "${DATA[@]}" --test "${TEST:-testset}" \
     --blocks "$blocks" --filters "$filters" --epochs "$epochs" --budget-minutes "$BUDGET" \
     --lr "$3" --batch-size "$BS" --temperature 10 --swa-every "$SWA" --mirror --device "$DEV" --minutes "$STEP" \
     "${INIT[@]}" "${@:4}" > "$WORK/union$1.log" 2>&1
