@@ -19,15 +19,16 @@ from hackmate_core.uci_engines import engine_command as _engine_command
 from training.config_cli import options_from
 from training.configs import (AgreementConfig, AlphaZeroConfig, AnnotateConfig, ArenaConfig, AverageConfig,
                               CorpusCommandConfig, DeepChessConfig, DeepChessEvalConfig, DistilConfig, DQNConfig,
-                              EngineCeilingConfig, FiguresConfig, ImportLabelsConfig, ImportOnnxConfig,
-                              LabelCommandConfig, LabelConfig, LabelSpeedConfig, NetworkFileConfig, PPOConfig,
-                              PolicyAgreementConfig, PrepareConfig, QuantizeConfig, SelfPlayConfig, SelfPlayOptions,
-                              TrainConfig)
+                              EngineCeilingConfig, FiguresConfig, GpuRecipeConfig, ImportLabelsConfig,
+                              ImportOnnxConfig, LabelCommandConfig, LabelConfig, LabelSpeedConfig, NetworkFileConfig,
+                              PPOConfig, PolicyAgreementConfig, PrepareConfig, QuantizeConfig, SelfPlayConfig,
+                              SelfPlayOptions, TrainConfig)
 from training.data import cache, corpus
 from training.data.corpus import CorpusConfig
 from training.errors import clear_errors
 from training.readable import figures_text
 from training.engines import OWN_ENGINE
+from training.recipes.gpu import LABEL_SETTINGS, RECIPE_DEFAULTS, TRAIN_SETTINGS
 
 #: What a command's arguments name: checked by click before the command starts.
 EXISTING = click.Path(exists=True)
@@ -616,6 +617,24 @@ def rl_eval(players: list[str], nodes: int, opponents: list[str], skill: int, st
     for label, opponent_label, stats in rows:
         click.echo(f"{label:<{width}}  {opponent_label:<20} {stats.wins:>4} {stats.draws:>4} {stats.losses:>4}  "
                    f"{100 * stats.score:.1f}%")
+
+
+# --- the GPU recipe ----------------------------------------------------------------------------------------
+
+@cli.command("gpu-recipe")
+@click.argument("sources", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@options_from(GpuRecipeConfig, only=("out", "engine", "minutes", "deliver", "selfplay_games", "selfplay_nodes",
+                                     "selfplay_random_plies"))
+@options_from(LabelConfig, only=LABEL_SETTINGS)
+@options_from(GpuRecipeConfig, only=("extra_data", "test_dir", "gpus"),
+              rename={"extra_data": "--data", "test_dir": "--test"})
+@options_from(TrainConfig, only=TRAIN_SETTINGS,
+              overrides={name: {"default": value} for name, value in RECIPE_DEFAULTS.items()})
+def gpu_recipe_command(**settings) -> None:
+    """Label on all cores and train on the GPU in resumable steps of at most --minutes (see docs/gpu-recipe.md)."""
+    from training.recipes.gpu import step
+    with clear_errors():
+        step(**settings)
 
 
 def _print_figures(figures: dict | list[dict], out: Optional[Path]) -> None:

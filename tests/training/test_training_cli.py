@@ -1,4 +1,4 @@
-"""The training command line (and the GPU recipe): its defaults are the config dataclasses', every option says what
+"""The training command line: its defaults are the config dataclasses', every option says what
 it does, and the conventions every command shares (one --device choice and default, one --seed default, --version)
 hold."""
 
@@ -15,43 +15,38 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from training.recipes import gpu as gpu_recipe
 from training.__main__ import cli
 from training.config_cli import DEVICES, SEED, ConfigOption, field_default, options_from, setting
 from training.readable import figures_text, record_line
+from training.recipes.gpu import RECIPE_DEFAULTS
 
 #: The commands that build a config dataclass from their options.
 COMMANDS_WITH_CONFIG = {"train", "validate", "distil", "label", "deepchess", "deepchess-valset", "dqn", "ppo",
                         "reinforce"}
 
 
-def commands() -> dict[str, click.Command]:
-    """Every training command, and the GPU recipe (`python -m training.gpu_recipe`)."""
-    return {**cli.commands, "gpu_recipe": gpu_recipe.main}
-
-
 def test_config_commands_get_the_dataclass_defaults():
     derived = set()
-    for name, command in commands().items():
+    for name, command in cli.commands.items():
         given = command.make_context(name, [], resilient_parsing=True).params  # what the command would receive
         for option in command.params:
             if not isinstance(option, ConfigOption):
                 continue
             derived.add(name)
             expected = field_default(option.field)
-            if name == "gpu_recipe":  # its own defaults are named, the rest are the dataclasses'
-                expected = gpu_recipe.RECIPE_DEFAULTS.get(option.name, expected)
+            if name == "gpu-recipe":  # its own defaults are named, the rest are the dataclasses'
+                expected = RECIPE_DEFAULTS.get(option.name, expected)
             if expected is dataclasses.MISSING:
                 assert option.required, (name, option.name)
             else:
                 assert given[option.name] == expected, (name, option.name)
                 assert type(given[option.name]) is type(expected), (name, option.name)  # 0 is not 0.0
-    assert COMMANDS_WITH_CONFIG | {"gpu_recipe"} <= derived
+    assert COMMANDS_WITH_CONFIG | {"gpu-recipe"} <= derived
 
 
 def test_every_option_says_what_it_does_and_no_path_of_this_machine():
     runner = CliRunner()
-    for name, command in commands().items():
+    for name, command in cli.commands.items():
         for option in command.params:
             if isinstance(option, click.Option) and option.name != "help":
                 assert option.help, f"{name} {option.opts[0]} has no help text"
@@ -62,7 +57,7 @@ def test_every_option_says_what_it_does_and_no_path_of_this_machine():
 
 def test_one_device_choice_and_one_seed_default_everywhere():
     devices = seeds = 0
-    for name, command in commands().items():
+    for name, command in cli.commands.items():
         for option in command.params:
             if option.name == "device":
                 devices += 1

@@ -1,6 +1,6 @@
 """Recipes: whole runs from data to a network in resumable steps, and the dated device calls that ran them.
 
-:mod:`~training.recipes.gpu` is the GPU recipe (``python -m training.recipes.gpu``, docs/gpu-recipe.md); the
+:mod:`~training.recipes.gpu` is the GPU recipe (``python -m training gpu-recipe``, docs/gpu-recipe.md); the
 ``gpu-*.sh`` scripts beside it are the calls of GPU rentals that produced the shipped networks, each with a toy
 scale for two CPU cores in its header.
 """

@@ -1,6 +1,8 @@
 #!/bin/bash
-# A GPU lease's first call (docs/gpu-recipe.md, "24 November 2026"): label the carried positions on every core
-# (Stockfish 15.1, 5,000 nodes, MultiPV 4) for a fixed time, importing the shared MultiPV labels beside it.
+# The labelling call, step 1 (docs/gpu-recipe.md, "The labelling call: labels on every core, four sizes at once"):
+# label the carried positions on every core of a GPU machine (Stockfish 15.1, 5,000 nodes, MultiPV 4) for a fixed
+# time, importing the shared MultiPV labels beside them. Its one run: docs/record/gpu.md, "Labelling and four sizes
+# on an H100 (24 November 2026)".
 # The labels come back in $OUT as 9 MB pieces (a call returns at most 8 files of 16 MiB):
 #   cat labels.tar.* | tar -x    gives labels/, a shard directory.
 # Run from the repository root with .carry/ carried (stockfish.xz, site/chess, the .epd.xz selections, the

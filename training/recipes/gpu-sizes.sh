@@ -1,10 +1,11 @@
 #!/bin/bash
-# A GPU lease's later calls (docs/gpu-recipe.md, "24 November 2026"): four networks trained at once on the GPU on
-# the first call's labels and the shared labels, soft targets sharpened to 10 cp: A 6x64 from the shipped network,
-# B 10x128 and D 8x96 grown from it, C 4x48 from scratch (training/recipes/gpu.py each, resumable: run again until
-# all four say done). The cores left over play decisive Stockfish games for DeepChess (training selfplay,
-# resumable). Back in $OUT: A.pt ... D.pt (weights; `python -m training export` makes the ONNX), reports.tar
-# (report.json with the test-set figures, logs, curves) and dec2.pgn.xz.* (cat them, then xz -d).
+# The labelling call, step 2 (docs/gpu-recipe.md, "The labelling call: labels on every core, four sizes at once"):
+# train four networks at once on the GPU on step 1's labels (gpu-label.sh) and the shared labels, soft targets
+# sharpened to 10 cp: A 6x64 from the shipped network, B 10x128 and D 8x96 grown from it, C 4x48 from scratch
+# (training gpu-recipe each, resumable: run again until all four say done). The cores left over play decisive
+# Stockfish games for DeepChess (training selfplay, resumable). Its runs: docs/record/gpu.md, "Labelling and four
+# sizes on an H100 (24 November 2026)". Back in $OUT: A.pt ... D.pt (weights; `python -m training export` makes the
+# ONNX), reports.tar (report.json with the test-set figures, logs, curves) and dec2.pgn.xz.* (cat them, then xz -d).
 # Toy scale on a CPU: SCALE=toy MIN=0.5 DEC_GAMES=40 DEC_WORKERS=1 OUT=/tmp/out bash training/recipes/gpu-sizes.sh
 set -u
 export PYTHONPATH=.carry/site
@@ -20,7 +21,7 @@ else
 fi
 run() {  # name "blocks filters epochs" lr [--init ... --grow]
   read -r blocks filters epochs <<< "$2"
-  python3 -m training.recipes.gpu --out "runs/gpu$1" --engine runs/stockfish --data runs/labels --data runs/shared \
+  python3 -m training gpu-recipe --out "runs/gpu$1" --engine runs/stockfish --data runs/labels --data runs/shared \
     --test "${TEST:-testset}" --blocks "$blocks" --filters "$filters" --epochs "$epochs" --lr "$3" \
     --batch-size "$BS" --temperature 10 --device "$DEV" --minutes "$MIN" "${@:4}" > "runs/gpu$1.log" 2>&1
   echo "== $1 exit $?"; tr '\r' '\n' < "runs/gpu$1.log" | grep -v '^\s*$' | grep -v 'batch/s\]$\|s/batch\]$' | tail -4

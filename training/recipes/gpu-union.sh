@@ -1,14 +1,15 @@
 #!/bin/bash
-# The next GPU lease (docs/gpu-recipe.md, "The next lease"): train on the union of Stockfish's own moves and the
-# MultiPV labels, as the 24 November lease's results suggest (labels alone pulled top-1 down), in ONE call: a lease
-# now gives 15 minutes of device time in all, a machine's start included, and each call at most 10.
+# The union call (docs/gpu-recipe.md, "The union call"): train on the union of Stockfish's own moves and the MultiPV
+# labels in ONE call of the device tool (a rental gives 15 minutes of device time in all, the machine's start
+# included, and a call at most 10), since labels alone pulled top-1 down in the labelling call:
 #   1. `prepare` the carried sf15-selfplay-eval and Carlsen games and import the shared 25,000-node MultiPV labels
 #      (at once, on the cores; about a minute);
 #   2. A (6x64 from the shipped network) and B (10x128 grown from it) trained at once on the GPU, each for the
 #      time the call has left (train --budget-minutes: the schedule runs over that time, whatever the machine's
 #      speed; --epochs only caps it), with a running mean of the weights; a later call keeps the first's budget;
 #   3. both exported and measured on the test set, and delivered.
-# A call stopped early says "run the same command again": the next call resumes where it stopped.
+# A call stopped early says "run the same command again": the next call resumes where it stopped. Its run:
+# docs/record/gpu.md, "The union call (26 November 2026)".
 # With PLAY_MIN > 0 the call first plays fresh Stockfish self-play with [%eval] for PLAY_MIN minutes on all cores
 # but two (4,000 nodes, 6 random plies, as the October network's own games; needs stockfish.xz in the carry), then
 # trains on those games too for the time left (a later call trains on them without playing again).
@@ -85,7 +86,7 @@ STEP=$(left 10)
 echo "training A and B for $BUDGET minutes each in all (this step at most $STEP)"
 run() {  # name "blocks filters max-epochs" lr [--grow]
   read -r blocks filters epochs <<< "$2"
-  python3 -m training.recipes.gpu --out "$WORK/union$1" "${DATA[@]}" --test "${TEST:-testset}" \
+  python3 -m training gpu-recipe --out "$WORK/union$1" "${DATA[@]}" --test "${TEST:-testset}" \
     --blocks "$blocks" --filters "$filters" --epochs "$epochs" --budget-minutes "$BUDGET" \
     --lr "$3" --batch-size "$BS" --temperature 10 --swa-every "$SWA" --mirror --device "$DEV" --minutes "$STEP" \
     "${INIT[@]}" "${@:4}" > "$WORK/union$1.log" 2>&1

@@ -1,8 +1,8 @@
 """The GPU recipe (docs/gpu-recipe.md): label on every core, train on the GPU, in resumable steps.
 
-``python -m training.recipes.gpu``, a program of its own beside ``python -m training``: its defaults are sized for
-a GPU (RECIPE_DEFAULTS) where the training commands' are sized for a CPU. The dated shell scripts beside it
-(``gpu-*.sh``) are the device calls that ran it and its relatives, each with a toy scale for two CPU cores.
+``python -m training gpu-recipe`` (declared in training/__main__.py, which calls :func:`step`): its defaults are
+sized for a GPU (RECIPE_DEFAULTS) where the other training commands' are sized for a CPU. The dated shell scripts
+beside it (``gpu-*.sh``) are the device calls that ran it and its relatives, each with a toy scale for two CPU cores.
 
 Each invocation does the next piece of work for at most ``--minutes`` and
 returns: Stockfish self-play games (if asked), labelling them and any given
@@ -31,9 +31,8 @@ from typing import Optional
 
 import click
 
-from training.config_cli import field_default, options_from
-from training.configs import GpuRecipeConfig, LabelConfig, TrainConfig
-from training.errors import clear_errors
+from training.config_cli import field_default
+from training.configs import LabelConfig, TrainConfig
 
 DELIVERABLES = ("resnet.onnx", "resnet.pt", "swa.pt", "report.json", "curves.png")
 #: The labelling settings the recipe passes on (their defaults and help are LabelConfig's).
@@ -71,21 +70,6 @@ def run_bounded(command: list[str], seconds: float) -> bool:
     if process.returncode:
         raise click.ClickException(f"{shlex.join(command)} failed with exit code {process.returncode}")
     return True
-
-
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("sources", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@options_from(GpuRecipeConfig, only=("out", "engine", "minutes", "deliver", "selfplay_games", "selfplay_nodes",
-                                     "selfplay_random_plies"))
-@options_from(LabelConfig, only=LABEL_SETTINGS)
-@options_from(GpuRecipeConfig, only=("extra_data", "test_dir", "gpus"),
-              rename={"extra_data": "--data", "test_dir": "--test"})
-@options_from(TrainConfig, only=TRAIN_SETTINGS,
-              overrides={name: {"default": value} for name, value in RECIPE_DEFAULTS.items()})
-def main(**options) -> None:
-    """Label on all cores and train on the GPU in resumable steps of at most --minutes (see docs/gpu-recipe.md)."""
-    with clear_errors():
-        step(**options)
 
 
 def step(sources: tuple[Path, ...], out: Path, engine: str, minutes: float, deliver: Optional[Path],
@@ -246,6 +230,3 @@ def finish(out: Path, run_dir: Path, test_dir: Optional[Path], init: str) -> Non
             report["test_swa"] = evaluate_network(out / "swa.pt", test_dir)
     (out / "report.json").write_text(json.dumps(report, indent=1))
 
-
-if __name__ == "__main__":
-    main()

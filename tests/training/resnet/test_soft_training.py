@@ -279,15 +279,15 @@ def test_files_that_are_not_weights_are_refused(tiny_network, tmp_path):
 
 @needs_stockfish
 def test_gpu_recipe_at_toy_scale_then_the_engine_plays_with_its_network(tmp_path, driver):
-    from training.recipes.gpu import main
+    from training.__main__ import cli
     write_synthetic(tmp_path / "test", 10, start=200)
-    arguments = [str(FIXTURES / "games.pgn"), "--out", str(tmp_path / "out"), "--engine", stockfish_path(),
-                 "--nodes", "60", "--multipv", "3", "--per-game", "3", "--min-ply", "8", "--workers", "2",
+    arguments = ["gpu-recipe", str(FIXTURES / "games.pgn"), "--out", str(tmp_path / "out"),
+                 "--engine", stockfish_path(), "--nodes", "60", "--multipv", "3", "--per-game", "3", "--min-ply", "8", "--workers", "2",
                  "--blocks", "1", "--filters", "8", "--epochs", "2", "--batch-size", "8",
                  "--temperature", "10", "--device", "cpu",
                  "--test", str(tmp_path / "test"), "--deliver", str(tmp_path / "delivered"), "--minutes", "0.04"]
     for _ in range(20):  # resumable steps of a few seconds each, until done
-        result = CliRunner().invoke(main, arguments)
+        result = CliRunner().invoke(cli, arguments)
         assert result.exit_code == 0, result.output
         if "recipe: done" in result.output:
             break
@@ -304,15 +304,15 @@ def test_gpu_recipe_at_toy_scale_then_the_engine_plays_with_its_network(tmp_path
 
 
 def test_gpu_recipe_trains_on_carried_data_alone_without_an_engine(tiny_network, tmp_path):
-    from training.recipes.gpu import main
+    from training.__main__ import cli
     write_synthetic(tmp_path / "shards", 40)
     write_synthetic(tmp_path / "test", 10, start=200)
     prepared = tiny_network[0].parent.parent / "data"  # a one-hot `prepare` dataset, trained on beside the labels
-    arguments = ["--out", str(tmp_path / "out"), "--engine", str(tmp_path / "no-such-engine"),
+    arguments = ["gpu-recipe", "--out", str(tmp_path / "out"), "--engine", str(tmp_path / "no-such-engine"),
                  "--data", str(tmp_path / "shards"), "--data", str(prepared), "--test", str(tmp_path / "test"),
                  "--blocks", "1", "--filters", "8", "--epochs", "1", "--batch-size", "8", "--device", "cpu",
                  "--swa-every", "2", "--mirror"]
-    result = CliRunner().invoke(main, arguments)
+    result = CliRunner().invoke(cli, arguments)
     assert result.exit_code == 0 and "recipe: done" in result.output, result.output
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["test"]["positions"] == 10 and len(report["data"]) == 2

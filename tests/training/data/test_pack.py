@@ -1,4 +1,5 @@
-"""The corpus pack: a joined corpus's training columns and split in one file, which `train` reads as the corpus."""
+"""training.data.pack, the corpus pack: a joined corpus's training columns and split in one file, which `train`
+reads as the corpus."""
 
 from __future__ import annotations
 

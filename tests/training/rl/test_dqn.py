@@ -1,5 +1,5 @@
-"""DQN: the masked TD target, transitions and the replay buffer, learning the expert's moves, and a toy run the
-engine then plays with."""
+"""training.rl.dqn, DQN: the masked TD target, transitions and the replay buffer (training.rl.buffer), learning the
+expert's moves, and a toy run the engine then plays with."""
 
 from __future__ import annotations
 

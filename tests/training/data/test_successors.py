@@ -1,4 +1,5 @@
-"""training.replay: a position's piece planes from its predecessor's and the move played, as python-chess plays it."""
+"""training.data.successors: a position's piece planes from its predecessor's and the move played, as python-chess
+plays it."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ import pytest
 
 from evaluators.encoding import get_encoding
 from evaluators.moves import move_to_index
-from training.data import successors as replay
+from training.data import successors
 
 ENCODING = get_encoding("planes18")
 
 
 def planes_of(board: chess.Board) -> np.ndarray:
-    """The row a corpus stores for ``board`` (training.corpus's packing)."""
+    """The row a corpus stores for ``board`` (training.data.corpus's packing)."""
     return np.packbits(ENCODING.binary(board).reshape(-1), bitorder="little")
 
 
@@ -57,8 +58,8 @@ def test_successor_pieces_are_the_next_positions_pieces_for_every_kind_of_move()
     for board, move in zip(boards, moves):
         board.push(move)
         after.append(planes_of(board))
-    got = replay.successor_pieces(replay.pieces_of(before), index)
-    np.testing.assert_array_equal(got, replay.pieces_of(np.stack(after)))
+    got = successors.successor_pieces(successors.pieces_of(before), index)
+    np.testing.assert_array_equal(got, successors.pieces_of(np.stack(after)))
 
 
 def test_replay_rebuilds_the_rows_that_replayable_leaves_out():
@@ -66,22 +67,22 @@ def test_replay_rebuilds_the_rows_that_replayable_leaves_out():
     rows = [planes_of(board) for board in boards]
     single = [[move_to_index(move, board.turn)] for board, move in zip(boards, moves)]
     single[10] = [1, 2, 3]  # a MultiPV row: the row after it cannot be replayed
-    single[20] = [int(np.flatnonzero(replay.MOVES[:, 0] < 0)[0])]  # a slot that encodes no move
+    single[20] = [int(np.flatnonzero(successors.MOVES[:, 0] < 0)[0])]  # a slot that encodes no move
     rows[31] = rows[31].copy()
     rows[31][0] ^= 1  # a row that is not the previous one's successor
     planes = np.stack(rows)
     offsets = np.concatenate([[0], np.cumsum([len(entries) for entries in single])])
     index = np.concatenate(single).astype(np.int16)
-    replayed = replay.replayable(planes, offsets, index)
+    replayed = successors.replayable(planes, offsets, index)
     assert not replayed[0] and not replayed[11] and not replayed[21] and not replayed[31] and not replayed[32]
     assert replayed.mean() > 0.9  # within a game every row but the first follows from its predecessor
-    stored = planes[~replayed, :replay.PIECE_BYTES]
-    again = replay.replay(stored, planes[:, replay.PIECE_BYTES:], replayed, offsets, index)
+    stored = planes[~replayed, :successors.PIECE_BYTES]
+    again = successors.replay(stored, planes[:, successors.PIECE_BYTES:], replayed, offsets, index)
     np.testing.assert_array_equal(again, planes)
 
 
 def test_replay_refuses_a_first_row_marked_replayed():
-    planes = np.zeros((2, replay.ROW_BYTES), dtype=np.uint8)
+    planes = np.zeros((2, successors.ROW_BYTES), dtype=np.uint8)
     with pytest.raises(ValueError, match="first row"):
-        replay.replay(planes[:0, :replay.PIECE_BYTES], planes[:, replay.PIECE_BYTES:], np.array([True, True]),
-                      np.array([0, 1, 2]), np.array([0, 0], dtype=np.int16))
+        successors.replay(planes[:0, :successors.PIECE_BYTES], planes[:, successors.PIECE_BYTES:],
+                          np.array([True, True]), np.array([0, 1, 2]), np.array([0, 0], dtype=np.int16))

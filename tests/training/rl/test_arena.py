@@ -1,4 +1,4 @@
-"""Games between movers: rules, illegal moves, paired colours, and the `rl-eval` report."""
+"""training.rl.arena, games between movers: rules, illegal moves, paired colours, and the `rl-eval` report."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""AlphaZero-style `reinforce`: root noise, visit-count targets, resumable self-play, and a toy run with its gate."""
+"""training.rl.alphazero, AlphaZero-style `reinforce`: root noise, visit-count targets, resumable self-play, and a
+toy run with its gate."""
 
 from __future__ import annotations
 

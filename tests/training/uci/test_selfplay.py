@@ -1,5 +1,5 @@
-"""Data generation with UCI engines: annotation and self-play (resumable, the same games for any workers, unequal
-budgets, books, filter)."""
+"""training.uci.selfplay, data generation with UCI engines: annotation and self-play (resumable, the same games for
+any workers, unequal budgets, books, filter)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""PPO: GAE and the clipped objective against hand-computed values, the curriculum, learning from rewards, and a
-toy run vs Stockfish."""
+"""training.rl.ppo, PPO: GAE and the clipped objective against hand-computed values, the curriculum, learning from
+rewards, and a toy run vs Stockfish."""
 
 from __future__ import annotations
 
