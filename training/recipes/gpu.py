@@ -1,8 +1,9 @@
 """The GPU recipe (docs/gpu-recipe.md): label on every core, train on the GPU, in resumable steps.
 
 ``python -m training gpu-recipe`` (declared in training/__main__.py, which calls :func:`step`): its defaults are
-sized for a GPU (RECIPE_DEFAULTS) where the other training commands' are sized for a CPU. The dated shell scripts
-beside it (``gpu-*.sh``) are the device calls that ran it and its relatives, each with a toy scale for two CPU cores.
+sized for a GPU (RECIPE_DEFAULTS) where the other training commands' are sized for a CPU. The shell scripts beside
+it (``gpu-*.sh``) are the GPU calls that made the shipped networks with it and its relatives, kept so that those
+networks can be made again (docs/gpu-recipe.md says what each did), each with a toy scale for two CPU cores.
 
 Each invocation does the next piece of work for at most ``--minutes`` and
 returns: Stockfish self-play games (if asked), labelling them and any given
@@ -229,4 +230,3 @@ def finish(out: Path, run_dir: Path, test_dir: Optional[Path], init: str) -> Non
         if test_dir:
             report["test_swa"] = evaluate_network(out / "swa.pt", test_dir)
     (out / "report.json").write_text(json.dumps(report, indent=1))
-
