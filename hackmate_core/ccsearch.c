@@ -464,6 +464,8 @@ static int expand(cs_search *s, int ply, int qply, int count, int ready, const f
         cb_move move = moves[i];
         const float *child = qply < 0 ? s->children[ply][i] : NULL;
         int reduce = reducible && i >= CS_FULL_DEPTH_MOVES && !CB_PROMOTION(move) && !cx_is_capture(p, move);
+        if (reduce && s->deeper_reductions && i >= CS_DEEP_REDUCTION_MOVES && depth >= CS_DEEP_REDUCTION_MIN_DEPTH)
+            reduce = 2;
         push(s, ply, move);
         if (reduce && cb_checkers(&s->stack[ply + 1])) reduce = 0;
         cs_leaf leaf;

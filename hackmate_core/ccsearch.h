@@ -24,12 +24,14 @@
 #include "ccomp.h"
 
 /* search/comparison.py's MAX_PLY, MAX_QUIESCENCE_PLIES, CHECK_NODES_EVERY, FULL_DEPTH_MOVES, REDUCTION_MIN_DEPTH,
- * NULL_MOVE_MIN_DEPTH and NULL_MOVE_REDUCTION */
+ * DEEP_REDUCTION_MOVES, DEEP_REDUCTION_MIN_DEPTH, NULL_MOVE_MIN_DEPTH and NULL_MOVE_REDUCTION */
 #define CS_MAX_PLY 64
 #define CS_MAX_QUIESCENCE_PLIES 8
 #define CS_CHECK_NODES_EVERY 16
 #define CS_FULL_DEPTH_MOVES 3
 #define CS_REDUCTION_MIN_DEPTH 3
+#define CS_DEEP_REDUCTION_MOVES 6
+#define CS_DEEP_REDUCTION_MIN_DEPTH 4
 #define CS_NULL_MOVE_MIN_DEPTH 3
 #define CS_NULL_MOVE_REDUCTION 2
 /* Positions on the stack: the root's ply 0 to a leaf's CS_MAX_PLY, and one more for a quiescence child. */
@@ -91,7 +93,8 @@ typedef struct {
     cc_cache features;
     cs_lru best_moves;
     /* the options, read at each iteration */
-    int quiescence, ordering, hash_move, check_extension, late_move_reductions, killer_moves, null_move;
+    int quiescence, ordering, hash_move, check_extension, late_move_reductions, killer_moves, null_move,
+        deeper_reductions;
     int iteration_depth;
     /* ComparisonSearch.killers and .history: per ply the last two quiet moves that cut off there (newest first,
      * 0: none), per side to move the depth squared summed over the quiet moves that cut off, by from * 64 + to;

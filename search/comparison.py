@@ -16,7 +16,8 @@ moves that cut off at the same ply) and the children the comparator prefers
 most to their parent (MoveOrdering: one batched comparison per node, or a
 history of the quiet moves that cut off, which costs no comparison),
 one more ply when the side to move is in check (CheckExtension), late quiet
-moves a ply shallower unless that finds a better leaf (LateMoveReductions),
+moves a ply shallower unless that finds a better leaf (LateMoveReductions;
+the latest two plies with DeeperReductions),
 a node cut when even passing keeps what the opponent will not allow
 (NullMove), and captures resolved before a leaf is judged (Quiescence).
 
@@ -62,6 +63,10 @@ CHECK_NODES_EVERY = 16
 #: Late-move reductions: moves searched at full depth first, and the least remaining depth that is reduced.
 FULL_DEPTH_MOVES = 3
 REDUCTION_MIN_DEPTH = 3
+#: Deeper reductions: from this move on, with at least this much depth to go, a late quiet move is searched two
+#: plies shallower instead of one (at depth 8 on the bench positions: about half the nodes, the same moves but one).
+DEEP_REDUCTION_MOVES = 6
+DEEP_REDUCTION_MIN_DEPTH = 4
 #: Null-move pruning: the least remaining depth that tries a null move, and the plies its search is shallower
 #: than a move's (R, as material alpha-beta's).
 NULL_MOVE_MIN_DEPTH = 3
@@ -119,6 +124,8 @@ class ComparisonSearch(Search):
                help="search one ply deeper in check"),
         Option("LateMoveReductions", "check", True, attribute="late_move_reductions",
                help="search late quiet moves a ply shallower, again fully if better"),
+        Option("DeeperReductions", "check", False, attribute="deeper_reductions",
+               help="with LateMoveReductions, the latest quiet moves two plies shallower"),
         Option("KillerMoves", "check", True, attribute="killer_moves",
                help="try early quiet moves that cut off at the same ply"),
         Option("NullMove", "check", True, attribute="null_move",
@@ -305,7 +312,7 @@ class ComparisonSearch(Search):
     def _compiled_iteration(self, searcher: Any, depth: int) -> Leaf:
         """One iteration in C at ``depth``, with the options as they are now."""
         options = (self.quiescence, ORDERINGS.index(self.move_ordering), self.hash_move, self.check_extension,
-                   self.late_move_reductions, self.killer_moves, self.null_move)
+                   self.late_move_reductions, self.killer_moves, self.null_move, self.deeper_reductions)
         tablebase = self.tablebase
         try:
             result = searcher.search(depth, options, self.control.stopped,
@@ -605,8 +612,8 @@ class ComparisonSearch(Search):
         by it) or None; a node is cut as soon as alpha_pos is no longer worse
         for White than beta_pos, which can only change when the best leaf does.
         With ``reducible``, the late quiet moves are searched a ply shallower
-        first and again at full depth only when that finds a leaf better than
-        the best. ``at_root`` keeps the best so far for a stopped iteration.
+        (DeeperReductions: the latest two) first and again at full depth only
+        when that finds a leaf better than the best. ``at_root`` keeps the best so far for a stopped iteration.
         ``unordered`` (index, function): the function puts the moves from that
         index on in order, and their features in ``child_features``, once the
         search gets there. ``cut`` is told the move that cut the node, if one
@@ -618,12 +625,14 @@ class ComparisonSearch(Search):
                 unordered[1]()
             move = moves[index]
             features = child_features[index] if child_features is not None else None
-            reduce = (reducible and index >= FULL_DEPTH_MOVES and move.promotion is None
-                      and not board.is_capture(move))
+            reduce = 0
+            if reducible and index >= FULL_DEPTH_MOVES and move.promotion is None and not board.is_capture(move):
+                deeper = self.deeper_reductions and index >= DEEP_REDUCTION_MOVES and depth >= DEEP_REDUCTION_MIN_DEPTH
+                reduce = 2 if deeper else 1
             self._push(board, move)
             try:
                 if reduce and self._in_check(board):
-                    reduce = False
+                    reduce = 0
                 leaf = child(alpha, beta, features, depth - 1 - reduce)
                 improves = best is None or self._better(white, leaf, best)
                 if reduce and improves:

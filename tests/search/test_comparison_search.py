@@ -203,6 +203,29 @@ def test_late_move_reductions_search_fewer_nodes_to_the_same_depth():
     assert counts[True] < counts[False]
 
 
+def test_deeper_reductions_search_the_latest_quiet_moves_two_plies_shallower():
+    """At the root of depth 4, the least depth they need, moves from the seventh on first go to depth 1 with
+    DeeperReductions, and no move below depth 2 without; the first six never below depth 2."""
+    board = chess.Board("4k3/pp3ppp/2n5/8/8/2N5/PP3PPP/4K3 w - - 0 1")
+    for deeper in (False, True):
+        search = ComparisonSearch(MaterialComparator())
+        search.set_option("DeeperReductions", deeper)
+        children: list[tuple[chess.Move, int]] = []
+        search_child = search._alphabeta
+
+        def spy(board: chess.Board, depth: int, ply: int, *rest) -> Leaf:
+            if ply == 1 and search.iteration_depth == 4:
+                children.append((board.peek(), depth))
+            return search_child(board, depth, ply, *rest)
+
+        search._alphabeta = spy
+        search.search(board, SearchControl(max_depth=4), lambda info: None)
+        assert min(depth for _, depth in children[:6]) >= 2
+        shallowest = [move for move, depth in children if depth == 1]
+        assert bool(shallowest) == deeper
+        assert all(not board.is_capture(move) and move.promotion is None for move in shallowest)
+
+
 # White a queen up: passing is good enough for White in most lines, and Black's knight may pass too.
 QUEEN_UP = "4k3/pp3ppp/2n5/8/8/2N5/PP3PPP/3QK3 w - - 0 1"
 # Kings and pawns only: a pass would find zugzwang no longer one.
