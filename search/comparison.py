@@ -124,7 +124,7 @@ class ComparisonSearch(Search):
                help="search one ply deeper in check"),
         Option("LateMoveReductions", "check", True, attribute="late_move_reductions",
                help="search late quiet moves a ply shallower, again fully if better"),
-        Option("DeeperReductions", "check", False, attribute="deeper_reductions",
+        Option("DeeperReductions", "check", True, attribute="deeper_reductions",
                help="with LateMoveReductions, the latest quiet moves two plies shallower"),
         Option("KillerMoves", "check", True, attribute="killer_moves",
                help="try early quiet moves that cut off at the same ply"),
