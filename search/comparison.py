@@ -611,8 +611,9 @@ class ComparisonSearch(Search):
         by it) or None; a node is cut as soon as alpha_pos is no longer worse
         for White than beta_pos, which can only change when the best leaf does.
         With ``reducible``, the late quiet moves are searched a ply shallower
-        (DeeperReductions: the latest two) first and again at full depth only
-        when that finds a leaf better than the best. ``at_root`` keeps the best so far for a stopped iteration.
+        (DeeperReductions: the latest, two plies) first and again at full
+        depth only when that finds a leaf better than the best. ``at_root``
+        keeps the best so far for a stopped iteration.
         ``unordered`` (index, function): the function puts the moves from that
         index on in order, and their features in ``child_features``, once the
         search gets there. ``cut`` is told the move that cut the node, if one
