@@ -600,8 +600,8 @@ static PyMethodDef Searcher_methods[] = {
               "search(depth, options, stopped, probe): one iteration at depth: the best leaf (bound, mate_ply, draw, "
               "tablebase_ply, features bytes or None, pv codes), or None when stopped(nodes) said so. options: "
               "(quiescence, ordering 0-3 as MoveOrdering's choices, hash_move, check_extension, "
-              "late_move_reductions, killer_moves, null_move, deeper_reductions); probe(state) -> +1 / 0 / -1 / None: a tablebase "
-              "result, or None for no tables."),
+              "late_move_reductions, killer_moves, null_move, deeper_reductions); probe(state) -> +1 / 0 / -1 / "
+              "None: a tablebase result, or None for no tables."),
     HB_METHOD("root_best", Searcher_root_best, METH_NOARGS,
               "root_best(): the last iteration's best leaf so far (a stopped one's too), or None."),
     HB_METHOD("resize", Searcher_resize, METH_VARARGS,

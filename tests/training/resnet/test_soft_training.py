@@ -282,7 +282,8 @@ def test_gpu_recipe_at_toy_scale_then_the_engine_plays_with_its_network(tmp_path
     from training.__main__ import cli
     write_synthetic(tmp_path / "test", 10, start=200)
     arguments = ["gpu-recipe", str(FIXTURES / "games.pgn"), "--out", str(tmp_path / "out"),
-                 "--engine", stockfish_path(), "--nodes", "60", "--multipv", "3", "--per-game", "3", "--min-ply", "8", "--workers", "2",
+                 "--engine", stockfish_path(), "--nodes", "60", "--multipv", "3", "--per-game", "3", "--min-ply", "8",
+                 "--workers", "2",
                  "--blocks", "1", "--filters", "8", "--epochs", "2", "--batch-size", "8",
                  "--temperature", "10", "--device", "cpu",
                  "--test", str(tmp_path / "test"), "--deliver", str(tmp_path / "delivered"), "--minutes", "0.04"]
