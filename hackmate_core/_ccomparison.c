@@ -26,7 +26,7 @@
 /* The module's dotted name, which its types' names begin with (binding.h's HB_TYPE). */
 #define HB_MODULE "hackmate_core._ccomparison"
 /* Raised when a method changes, so that hackmate_core.compiled refuses a stale build. */
-#define API_VERSION 4
+#define API_VERSION 5
 /* The largest best-move table (entries) and features table (megabytes) asked for. */
 #define MAX_BEST_MOVES ((1LL << 31) - 1)
 #define MAX_FEATURE_MEGABYTES (1 << 20)
@@ -503,11 +503,11 @@ static PyObject *leaf_tuple(const cs_search *s, const cs_leaf *leaf) {
 static PyObject *Searcher_search(SearcherObject *self, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"depth", "options", "stopped", "probe", NULL};
     int depth, quiescence, ordering, hash_move, check_extension, late_move_reductions, killer_moves, null_move,
-        deeper_reductions;
+        deeper_reductions, late_move_pruning;
     PyObject *stopped, *probe;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i(pipppppp)OO:search", keywords, &depth, &quiescence, &ordering,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i(pippppppp)OO:search", keywords, &depth, &quiescence, &ordering,
                                      &hash_move, &check_extension, &late_move_reductions, &killer_moves, &null_move,
-                                     &deeper_reductions, &stopped, &probe))
+                                     &deeper_reductions, &late_move_pruning, &stopped, &probe))
         return NULL;
     if (depth < 1 || depth > CS_MAX_PLY) {
         PyErr_Format(PyExc_ValueError, "depth must be between 1 and %d", CS_MAX_PLY);
@@ -528,6 +528,7 @@ static PyObject *Searcher_search(SearcherObject *self, PyObject *args, PyObject 
     s->killer_moves = killer_moves;
     s->null_move = null_move;
     s->deeper_reductions = deeper_reductions;
+    s->late_move_pruning = late_move_pruning;
     s->hooks.stop = hb_call_stopped;
     s->hooks.probe = self->driver.probe ? hb_call_probe : NULL;
     s->hooks.context = &self->driver;
@@ -600,7 +601,7 @@ static PyMethodDef Searcher_methods[] = {
               "search(depth, options, stopped, probe): one iteration at depth: the best leaf (bound, mate_ply, draw, "
               "tablebase_ply, features bytes or None, pv codes), or None when stopped(nodes) said so. options: "
               "(quiescence, ordering 0-3 as MoveOrdering's choices, hash_move, check_extension, "
-              "late_move_reductions, killer_moves, null_move, deeper_reductions); probe(state) -> +1 / 0 / -1 / "
+              "late_move_reductions, killer_moves, null_move, deeper_reductions, late_move_pruning); probe(state) -> +1 / 0 / -1 / "
               "None: a tablebase result, or None for no tables."),
     HB_METHOD("root_best", Searcher_root_best, METH_NOARGS,
               "root_best(): the last iteration's best leaf so far (a stopped one's too), or None."),

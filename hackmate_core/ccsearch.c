@@ -452,9 +452,10 @@ static void finish_order(cs_search *s, int ply, int first, int count, const floa
 
 /* ComparisonSearch._expand over s->moves[ply]: qply >= 0 searches the children in quiescence, else with
  * alpha-beta at depth - 1; the moves from ready on are put in order by finish_order when the search gets there
- * (features: the position's). 0, or 1 when stopped. */
+ * (features: the position's); quiet moves from prune_from on that give no check are skipped (0: none).
+ * 0, or 1 when stopped. */
 static int expand(cs_search *s, int ply, int qply, int count, int ready, const float *features, cs_leaf alpha,
-                  cs_leaf beta, const cs_leaf *stand_pat, int reducible, int depth, cs_leaf *out) {
+                  cs_leaf beta, const cs_leaf *stand_pat, int reducible, int prune_from, int depth, cs_leaf *out) {
     const cb_position *p = &s->stack[ply];
     const cb_move *moves = s->moves[ply];
     int white = p->turn == CB_WHITE, found = stand_pat != NULL;
@@ -463,10 +464,12 @@ static int expand(cs_search *s, int ply, int qply, int count, int ready, const f
         if (i == ready) finish_order(s, ply, ready, count, features);
         cb_move move = moves[i];
         const float *child = qply < 0 ? s->children[ply][i] : NULL;
-        int reduce = reducible && i >= CS_FULL_DEPTH_MOVES && !CB_PROMOTION(move) && !cx_is_capture(p, move);
+        int quiet = !CB_PROMOTION(move) && !cx_is_capture(p, move);
+        int reduce = reducible && i >= CS_FULL_DEPTH_MOVES && quiet;
         if (reduce && s->deeper_reductions && i >= CS_DEEP_REDUCTION_MOVES && depth >= CS_DEEP_REDUCTION_MIN_DEPTH)
             reduce = 2;
         push(s, ply, move);
+        if (prune_from && i >= prune_from && quiet && !cb_checkers(&s->stack[ply + 1])) continue;
         if (reduce && cb_checkers(&s->stack[ply + 1])) reduce = 0;
         cs_leaf leaf;
         if (qply >= 0 ? quiescence(s, ply + 1, qply + 1, &alpha, &beta, NULL, &leaf)
@@ -552,7 +555,9 @@ static int alphabeta(cs_search *s, int depth, int ply, const cs_leaf *alpha, con
     size_t arena_top = s->arena_top;
     int first = ordered(s, ply, count);
     int reducible = s->late_move_reductions && depth >= CS_REDUCTION_MIN_DEPTH && !in_check;
-    int stopped = expand(s, ply, -1, count, first, features, *alpha, *beta, NULL, reducible, depth, out);
+    static const int prune_moves[CS_PRUNE_DEPTHS] = CS_LATE_MOVE_PRUNING_MOVES;
+    int prune_from = s->late_move_pruning && ply > 0 && depth < CS_PRUNE_DEPTHS && !in_check ? prune_moves[depth] : 0;
+    int stopped = expand(s, ply, -1, count, first, features, *alpha, *beta, NULL, reducible, prune_from, depth, out);
     s->arena_top = arena_top;
     if (stopped) return 1;
     if (out->pv_length) cs_lru_put(&s->best_moves, p->key, out->pv[0]);
@@ -578,7 +583,7 @@ static int quiescence(cs_search *s, int ply, int qply, const cs_leaf *alpha, con
         }
         for (int i = 0; i < count; i++) keys[i] = cx_is_capture(p, moves[i]) ? cx_mvv_lva(p, moves[i]) : -100;
         sort_moves(moves, NULL, keys, count);
-        return expand(s, ply, qply, count, count, NULL, *alpha, *beta, NULL, 0, 0, out);
+        return expand(s, ply, qply, count, count, NULL, *alpha, *beta, NULL, 0, 0, 0, out);
     }
     cs_leaf stand_pat;
     position_leaf(s, ply, features, &stand_pat);
@@ -608,7 +613,7 @@ static int quiescence(cs_search *s, int ply, int qply, const cs_leaf *alpha, con
         moves[captures++] = moves[i];
     }
     sort_moves(moves, NULL, keys, captures);
-    return expand(s, ply, qply, captures, captures, NULL, a, b, &stand_pat, 0, 0, out);
+    return expand(s, ply, qply, captures, captures, NULL, a, b, &stand_pat, 0, 0, 0, out);
 }
 
 /* ------------------------------------------------------------------ the searcher */

@@ -7,7 +7,7 @@
  * material by static exchange, the killer moves, the comparator's preference for each child over the position or
  * the history of cut-offs, stable sorts), with the killers and the history kept alike;
  * the best-move table itself with the LRU policy of hackmate_core.lru and its capacity; check extension,
- * late-move reductions, null-move pruning, capture quiescence, the repetition policy of the compiled board, the node
+ * late-move reductions and pruning, null-move pruning, capture quiescence, the repetition policy of the compiled board, the node
  * count and where `stop` is asked. Python keeps iterative deepening, the stoppers and the reports; it is asked
  * through two callbacks: every CS_CHECK_NODES_EVERY nodes whether to stop, and for tablebase results.
  *
@@ -24,7 +24,8 @@
 #include "ccomp.h"
 
 /* search/comparison.py's MAX_PLY, MAX_QUIESCENCE_PLIES, CHECK_NODES_EVERY, FULL_DEPTH_MOVES, REDUCTION_MIN_DEPTH,
- * DEEP_REDUCTION_MOVES, DEEP_REDUCTION_MIN_DEPTH, NULL_MOVE_MIN_DEPTH and NULL_MOVE_REDUCTION */
+ * DEEP_REDUCTION_MOVES, DEEP_REDUCTION_MIN_DEPTH, NULL_MOVE_MIN_DEPTH, NULL_MOVE_REDUCTION and
+ * LATE_MOVE_PRUNING_MOVES (CS_PRUNE_DEPTHS entries) */
 #define CS_MAX_PLY 64
 #define CS_MAX_QUIESCENCE_PLIES 8
 #define CS_CHECK_NODES_EVERY 16
@@ -34,6 +35,8 @@
 #define CS_DEEP_REDUCTION_MIN_DEPTH 4
 #define CS_NULL_MOVE_MIN_DEPTH 3
 #define CS_NULL_MOVE_REDUCTION 2
+#define CS_PRUNE_DEPTHS 3
+#define CS_LATE_MOVE_PRUNING_MOVES {0, 5, 8}
 /* Positions on the stack: the root's ply 0 to a leaf's CS_MAX_PLY, and one more for a quiescence child. */
 #define CS_PLIES (CS_MAX_PLY + 2)
 /* Leaves a node keeps at once: its best, and alpha and beta when they are earlier bests of its own. */
@@ -94,7 +97,7 @@ typedef struct {
     cs_lru best_moves;
     /* the options, read at each iteration */
     int quiescence, ordering, hash_move, check_extension, late_move_reductions, killer_moves, null_move,
-        deeper_reductions;
+        deeper_reductions, late_move_pruning;
     int iteration_depth;
     /* ComparisonSearch.killers and .history: per ply the last two quiet moves that cut off there (newest first,
      * 0: none), per side to move the depth squared summed over the quiet moves that cut off, by from * 64 + to;

@@ -17,7 +17,8 @@ most to their parent (MoveOrdering: one batched comparison per node, or a
 history of the quiet moves that cut off, which costs no comparison),
 one more ply when the side to move is in check (CheckExtension), late quiet
 moves a ply shallower unless that finds a better leaf (LateMoveReductions;
-the latest two plies with DeeperReductions),
+the latest two plies with DeeperReductions), the latest quiet moves not
+searched at all one or two plies from the leaves (LateMovePruning),
 a node cut when even passing keeps what the opponent will not allow
 (NullMove), and captures resolved before a leaf is judged (Quiescence).
 
@@ -71,6 +72,9 @@ DEEP_REDUCTION_MIN_DEPTH = 4
 #: than a move's (R, as material alpha-beta's).
 NULL_MOVE_MIN_DEPTH = 3
 NULL_MOVE_REDUCTION = 2
+#: Late-move pruning: with 1 or 2 plies to go (the index), quiet moves from this one on that give no check are
+#: not searched (the comparator has put them last among the quiet moves).
+LATE_MOVE_PRUNING_MOVES = (0, 5, 8)
 #: Values of the option MoveOrdering.
 ORDERINGS = ("captures+comparator", "comparator", "captures", "captures+history")
 #: Ordering keys of the killer moves (newest first): below every capture's (above 1), above the unordered rest's (0).
@@ -125,6 +129,8 @@ class ComparisonSearch(Search):
                help="search late quiet moves a ply shallower, again fully if better"),
         Option("DeeperReductions", "check", True, attribute="deeper_reductions",
                help="with LateMoveReductions, the latest quiet moves two plies shallower"),
+        Option("LateMovePruning", "check", False, attribute="late_move_pruning",
+               help="one or two plies from the leaves, skip the latest quiet moves"),
         Option("KillerMoves", "check", True, attribute="killer_moves",
                help="try early quiet moves that cut off at the same ply"),
         Option("NullMove", "check", True, attribute="null_move",
@@ -311,7 +317,8 @@ class ComparisonSearch(Search):
     def _compiled_iteration(self, searcher: Any, depth: int) -> Leaf:
         """One iteration in C at ``depth``, with the options as they are now."""
         options = (self.quiescence, ORDERINGS.index(self.move_ordering), self.hash_move, self.check_extension,
-                   self.late_move_reductions, self.killer_moves, self.null_move, self.deeper_reductions)
+                   self.late_move_reductions, self.killer_moves, self.null_move, self.deeper_reductions,
+                   self.late_move_pruning)
         tablebase = self.tablebase
         try:
             result = searcher.search(depth, options, self.control.stopped,
@@ -451,9 +458,11 @@ class ComparisonSearch(Search):
             child_features[ready:] = self._finish_order(board, ordered, ready, features)
 
         reducible = self.late_move_reductions and depth >= REDUCTION_MIN_DEPTH and not in_check
+        prunable = self.late_move_pruning and ply > 0 and depth < len(LATE_MOVE_PRUNING_MOVES) and not in_check
         best = self._expand(board, ordered, child_features, alpha, beta, None, reducible, depth,
                             lambda a, b, f, d: self._alphabeta(board, d, ply + 1, a, b, f), at_root=ply == 0,
-                            unordered=(ready, finish_order), cut=lambda move: self._cut_off(board, move, ply, depth))
+                            unordered=(ready, finish_order), cut=lambda move: self._cut_off(board, move, ply, depth),
+                            prune_from=LATE_MOVE_PRUNING_MOVES[depth] if prunable else 0)
         if best.pv:
             self.best_moves.put(key, best.pv[0])
         return best
@@ -604,7 +613,7 @@ class ComparisonSearch(Search):
                 child_features: Optional[list[Optional[np.ndarray]]], alpha: Leaf, beta: Leaf, best: Optional[Leaf],
                 reducible: bool, depth: int, child: ChildSearch, at_root: bool = False,
                 unordered: Optional[tuple[int, Callable[[], None]]] = None,
-                cut: Optional[Callable[[chess.Move], None]] = None) -> Leaf:
+                cut: Optional[Callable[[chess.Move], None]] = None, prune_from: int = 0) -> Leaf:
         """Search ``moves`` with ``child``, keeping the side to move's best leaf.
 
         ``best`` is a stand-pat leaf (quiescence, the bounds already narrowed
@@ -618,6 +627,8 @@ class ComparisonSearch(Search):
         index on in order, and their features in ``child_features``, once the
         search gets there. ``cut`` is told the move that cut the node, if one
         does: a cut-off is the break below, alpha_pos preferred over beta_pos.
+        ``prune_from`` (LateMovePruning): quiet moves from that index on that
+        give no check are skipped; 0 skips none.
         """
         white = board.turn == chess.WHITE
         for index in range(len(moves)):
@@ -625,12 +636,15 @@ class ComparisonSearch(Search):
                 unordered[1]()
             move = moves[index]
             features = child_features[index] if child_features is not None else None
+            quiet = move.promotion is None and not board.is_capture(move)
             reduce = 0
-            if reducible and index >= FULL_DEPTH_MOVES and move.promotion is None and not board.is_capture(move):
+            if reducible and index >= FULL_DEPTH_MOVES and quiet:
                 deeper = self.deeper_reductions and index >= DEEP_REDUCTION_MOVES and depth >= DEEP_REDUCTION_MIN_DEPTH
                 reduce = 2 if deeper else 1
             self._push(board, move)
             try:
+                if prune_from and index >= prune_from and quiet and not self._in_check(board):
+                    continue
                 if reduce and self._in_check(board):
                     reduce = 0
                 leaf = child(alpha, beta, features, depth - 1 - reduce)

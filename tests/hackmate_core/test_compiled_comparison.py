@@ -152,8 +152,9 @@ def search_lines(network, monkeypatch, board: chess.Board, path: str, options: d
 
 @needs_compiled
 @pytest.mark.parametrize("options", [{}, {"KillerMoves": False}, {"MoveOrdering": "captures+history"},
-                                     {"NullMove": False}, {"DeeperReductions": False}],
-                         ids=["defaults", "no-killers", "history", "no-null-move", "no-deeper-reductions"])
+                                     {"NullMove": False}, {"DeeperReductions": False}, {"LateMovePruning": True}],
+                         ids=["defaults", "no-killers", "history", "no-null-move", "no-deeper-reductions",
+                              "late-move-pruning"])
 @pytest.mark.parametrize("fen", BENCH_FENS)
 def test_both_paths_search_the_bench_positions_alike_to_depth_4(network, monkeypatch, fen, options):
     """Depth 4 reports depths 1 to 4 on the way: each iteration's nodes, score and line must be equal, with the
@@ -185,7 +186,7 @@ def test_every_path_searches_the_rules_positions_alike(network, monkeypatch, fen
                                      {"MoveOrdering": "comparator", "KillerMoves": False}, {"KillerMoves": False},
                                      {"HashMove": False}, {"CheckExtension": False},
                                      {"LateMoveReductions": False}, {"IncrementalAccumulator": False},
-                                     {"NullMove": False}, {"DeeperReductions": False}])
+                                     {"NullMove": False}, {"DeeperReductions": False}, {"LateMovePruning": True}])
 def test_both_paths_honour_every_option_alike(network, monkeypatch, options):
     board = chess.Board(BENCH_FENS[1])
     lines = search_lines(network, monkeypatch, board, "compiled", options, max_depth=3)
@@ -264,7 +265,8 @@ def test_a_fuzzed_exchange_stays_clean_on_the_compiled_path(lenient, monkeypatch
     options.update({"MoveOrdering": ["captures+comparator", "comparator", "captures", "captures+history", "none"],
                     "HashMove": ["true", "false"], "CheckExtension": ["true", "false"],
                     "LateMoveReductions": ["true", "false"], "KillerMoves": ["true", "false"],
-                    "NullMove": ["true", "false", "maybe"], "DeeperReductions": ["true", "false"]})
+                    "NullMove": ["true", "false", "maybe"], "DeeperReductions": ["true", "false"],
+                    "LateMovePruning": ["true", "false"]})
     monkeypatch.setattr(fuzz, "OPTIONS", options)
     rng = random.Random(fuzz.SEED)
     driver = Driver("--eval", "comparator", "--search", "comparison")

@@ -19,7 +19,7 @@ from evaluators.base import LoadError, unwrap
 from evaluators.comparator import ComparatorEvaluator
 from hackmate_weights import WEIGHTS_DIR
 from search.base import SearchControl, SearchInfo
-from search.comparison import ComparisonSearch, Leaf
+from search.comparison import LATE_MOVE_PRUNING_MOVES, ComparisonSearch, Leaf
 from hackmate_core import compiled
 from hackmate_core.boards import transposition_key
 from tests.search.test_comparison_quiescence import POISONED, MaterialComparator
@@ -224,6 +224,43 @@ def test_deeper_reductions_search_the_latest_quiet_moves_two_plies_shallower():
         shallowest = [move for move, depth in children if depth == 1]
         assert bool(shallowest) == deeper
         assert all(not board.is_capture(move) and move.promotion is None for move in shallowest)
+
+
+def test_late_move_pruning_skips_the_latest_quiet_moves_one_or_two_plies_from_the_leaves():
+    """With LateMovePruning, a node with 1 or 2 plies to go searches, from index LATE_MOVE_PRUNING_MOVES[depth]
+    move on, only captures, promotions and checks, and some quiet move is skipped before a later move is searched;
+    without it nothing is skipped that way."""
+    board = chess.Board("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1")  # late captures, checks
+    for pruning in (False, True):
+        search = ComparisonSearch(MaterialComparator())
+        search.set_option("LateMovePruning", pruning)
+        skipped = 0
+        expand = search._expand
+
+        def spy(board: chess.Board, moves: list[chess.Move], child_features, alpha, beta, best, reducible, depth,
+                child, **kwargs) -> Leaf:
+            nonlocal skipped
+            searched: list[chess.Move] = []
+
+            def counting(*args) -> Leaf:
+                if board.peek() not in searched:
+                    searched.append(board.peek())
+                return child(*args)
+
+            leaf = expand(board, moves, child_features, alpha, beta, best, reducible, depth, counting, **kwargs)
+            prune_from = kwargs.get("prune_from", 0)
+            assert not prune_from or (pruning and prune_from == LATE_MOVE_PRUNING_MOVES[depth])
+            if searched:
+                for index, move in enumerate(moves[:moves.index(searched[-1]) + 1]):
+                    pruned = (prune_from and index >= prune_from and not board.is_capture(move)
+                              and move.promotion is None and not board.gives_check(move))
+                    assert (move in searched) != bool(pruned)
+                    skipped += bool(pruned)
+            return leaf
+
+        search._expand = spy
+        search.search(board, SearchControl(max_depth=4), lambda info: None)
+        assert bool(skipped) == pruning
 
 
 # White a queen up: passing is good enough for White in most lines, and Black's knight may pass too.
