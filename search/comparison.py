@@ -129,7 +129,7 @@ class ComparisonSearch(Search):
                help="search late quiet moves a ply shallower, again fully if better"),
         Option("DeeperReductions", "check", True, attribute="deeper_reductions",
                help="with LateMoveReductions, the latest quiet moves two plies shallower"),
-        Option("LateMovePruning", "check", False, attribute="late_move_pruning",
+        Option("LateMovePruning", "check", True, attribute="late_move_pruning",
                help="one or two plies from the leaves, skip the latest quiet moves"),
         Option("KillerMoves", "check", True, attribute="killer_moves",
                help="try early quiet moves that cut off at the same ply"),
