@@ -1,7 +1,8 @@
 """`bench`: fixed positions searched to a fixed node budget, like Stockfish's bench.
 
 The node totals are deterministic for a given backend and budget (no time
-limit is involved; PUCT's overlap backs results up in a fixed order), so they
+limit is involved; PUCT's overlap backs results up in a fixed order; the
+comparison search with one thread: two split its root moves in a race), so they
 double as a quick regression signature; the nps figures are what the README
 quotes. For a network evaluator, bench also measures the bare network in the
 same run (fresh sessions with 1 and 2 threads, at the search's minibatch size)

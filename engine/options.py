@@ -29,7 +29,8 @@ ENGINE_OPTIONS = (
                 "evaluation 4 KB"),
     Option("Threads", "spin", DEFAULT_THREADS, 1, MAX_THREADS,
            help="CPU threads the engine uses in all: the network runs in this many; with 2 or more PUCT prepares "
-                "its next minibatch meanwhile (Overlap), with 1 it waits for the network"),
+                "its next minibatch meanwhile (Overlap), with 1 it waits for the network; the compiled comparison "
+                "search splits its root moves between two"),
     Option("MultiPV", "spin", 1, 1, 64, help="principal variations reported (alpha-beta and PUCT)"),
     Option("Move Overhead", "spin", 50, 0, 5000, help="milliseconds kept back per move for the GUI and Python"),
     Option("Ponder", "check", False, help="the GUI may send go ponder"),

@@ -8,7 +8,8 @@
  * - Searcher(network, best_moves, feature_megabytes) is search/comparison.py's search: start() sets the root,
  *   each search(depth, ...) is one iteration. It holds the GIL and calls back into Python every
  *   CHECK_NODES_EVERY nodes (stopped(nodes)), which also lets other threads run, so a `stop` is answered within
- *   milliseconds.
+ *   milliseconds. With threads=2 a second thread of its own, which never touches Python, searches
+ *   root moves beside it (ccsearch.h's cs_search_root_split).
  *
  * Every argument is checked: nothing a caller passes can make it read or write out of bounds.
  */
@@ -26,7 +27,7 @@
 /* The module's dotted name, which its types' names begin with (binding.h's HB_TYPE). */
 #define HB_MODULE "hackmate_core._ccomparison"
 /* Raised when a method changes, so that hackmate_core.compiled refuses a stale build. */
-#define API_VERSION 5
+#define API_VERSION 6
 /* The largest best-move table (entries) and features table (megabytes) asked for. */
 #define MAX_BEST_MOVES ((1LL << 31) - 1)
 #define MAX_FEATURE_MEGABYTES (1 << 20)
@@ -417,6 +418,8 @@ typedef struct {
     PyObject_HEAD
     NetworkObject *network;
     cs_search *search;
+    cs_search *helper;           /* the second thread's, made when first asked for, or NULL */
+    int helper_outdated;         /* resized or cleared mid-search: made anew before its next search */
     hb_driver driver;            /* the search's context */
 } SearcherObject;
 
@@ -458,6 +461,7 @@ static PyObject *Searcher_new(PyTypeObject *type, PyObject *args, PyObject *kwar
 
 static void Searcher_dealloc(SearcherObject *self) {
     cs_destroy(self->search);
+    cs_destroy(self->helper);
     Py_XDECREF(self->network);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -479,6 +483,7 @@ static PyObject *Searcher_start(SearcherObject *self, PyObject *args, PyObject *
     Py_ssize_t count = hb_read_keys(keys_object, "keys: expected a sequence of transposition keys", &keys);
     if (count < 0) return NULL;
     int status = cs_start(s, &root, keys, (int)count);
+    if (status == 0 && self->helper) status = cs_start(self->helper, &root, keys, (int)count);
     PyMem_Free(keys);
     if (status < 0) return PyErr_Occurred() ? NULL : PyErr_NoMemory();
     s->allowed_count = allowed_count;
@@ -500,14 +505,37 @@ static PyObject *leaf_tuple(const cs_search *s, const cs_leaf *leaf) {
                          leaf->tablebase_ply, features, pv);
 }
 
+/* The second thread's searcher, on the main one's root and game with tables of the same sizes: 0, or -1 with
+ * MemoryError. */
+static int prepare_helper(SearcherObject *self) {
+    cs_search *s = self->search;
+    uint64_t nodes = 0;   /* an outdated helper's, which the search's count goes on from */
+    if (self->helper_outdated) {
+        nodes = self->helper->hooks.nodes;
+        cs_destroy(self->helper);
+        self->helper = NULL;
+        self->helper_outdated = 0;
+    }
+    if (self->helper) return 0;
+    self->helper = cs_create(s->net, s->best_moves.capacity, s->features.slots);
+    if (!self->helper || cs_start(self->helper, &s->stack[0], s->keys, s->key_count) < 0) {
+        cs_destroy(self->helper);
+        self->helper = NULL;
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->helper->hooks.nodes = nodes;
+    return 0;
+}
+
 static PyObject *Searcher_search(SearcherObject *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"depth", "options", "stopped", "probe", NULL};
+    static char *keywords[] = {"depth", "options", "stopped", "probe", "threads", NULL};
     int depth, quiescence, ordering, hash_move, check_extension, late_move_reductions, killer_moves, null_move,
-        deeper_reductions, late_move_pruning;
+        deeper_reductions, late_move_pruning, threads = 1;
     PyObject *stopped, *probe;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i(pippppppp)OO:search", keywords, &depth, &quiescence, &ordering,
-                                     &hash_move, &check_extension, &late_move_reductions, &killer_moves, &null_move,
-                                     &deeper_reductions, &late_move_pruning, &stopped, &probe))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i(pippppppp)OO|i:search", keywords, &depth, &quiescence,
+                                     &ordering, &hash_move, &check_extension, &late_move_reductions, &killer_moves,
+                                     &null_move, &deeper_reductions, &late_move_pruning, &stopped, &probe, &threads))
         return NULL;
     if (depth < 1 || depth > CS_MAX_PLY) {
         PyErr_Format(PyExc_ValueError, "depth must be between 1 and %d", CS_MAX_PLY);
@@ -518,6 +546,12 @@ static PyObject *Searcher_search(SearcherObject *self, PyObject *args, PyObject 
                                           "or 3 (captures+history)");
         return NULL;
     }
+    if (threads < 1) {
+        PyErr_SetString(PyExc_ValueError, "threads must be at least 1");
+        return NULL;
+    }
+    if (hb_refuse_while_busy(&self->driver) < 0) return NULL;
+    if (threads > 1 && CS_SPLIT && prepare_helper(self) < 0) return NULL;
     if (hb_enter(&self->driver, stopped, probe) < 0) return NULL;
     cs_search *s = self->search;
     s->quiescence = quiescence;
@@ -534,7 +568,8 @@ static PyObject *Searcher_search(SearcherObject *self, PyObject *args, PyObject 
     s->hooks.context = &self->driver;
     Py_INCREF(self);   /* a callback may drop the last other reference */
     cs_leaf leaf;
-    int stopped_early = cs_search_root(s, depth, &leaf);
+    int stopped_early = threads > 1 && CS_SPLIT ? cs_search_root_split(s, self->helper, depth, &leaf)
+                                                : cs_search_root(s, depth, &leaf);
     hb_leave(&self->driver);
     PyObject *result = s->hooks.failed ? NULL : stopped_early ? Py_NewRef(Py_None) : leaf_tuple(s, &leaf);
     Py_DECREF(self);
@@ -547,6 +582,17 @@ static PyObject *Searcher_root_best(SearcherObject *self, PyObject *unused) {
     return leaf_tuple(s, &s->root_best);
 }
 
+/* The helper's tables go with the main one's: it is made anew, at once or (mid-search: its thread may be running)
+ * before its next search. */
+static void forget_helper(SearcherObject *self) {
+    if (self->driver.busy) {
+        self->helper_outdated = self->helper != NULL;
+        return;
+    }
+    cs_destroy(self->helper);
+    self->helper = NULL;
+}
+
 static PyObject *Searcher_resize(SearcherObject *self, PyObject *args) {
     long long best_moves;
     double feature_megabytes;
@@ -555,6 +601,7 @@ static PyObject *Searcher_resize(SearcherObject *self, PyObject *args) {
     /* safe mid-search (from a callback): the search keeps no pointer into either table across calls */
     cs_search *s = self->search;
     if (cs_lru_resize(&s->best_moves, (int32_t)best_moves) < 0) return PyErr_NoMemory();
+    forget_helper(self);
     uint64_t slots = cc_cache_slots(feature_megabytes, s->size);
     if (slots != s->features.slots) {
         cc_cache_free(&s->features);
@@ -564,6 +611,7 @@ static PyObject *Searcher_resize(SearcherObject *self, PyObject *args) {
 }
 
 static PyObject *Searcher_clear(SearcherObject *self, PyObject *unused) {
+    forget_helper(self);
     cs_lru_clear(&self->search->best_moves);
     cc_cache_clear(&self->search->features);
     Py_RETURN_NONE;
@@ -574,7 +622,11 @@ static PyObject *Searcher_hashfull(SearcherObject *self, PyObject *unused) {
 }
 
 static PyObject *Searcher_get_nodes(SearcherObject *self, void *unused) {
-    return PyLong_FromUnsignedLongLong(self->search->hooks.nodes);
+    return PyLong_FromUnsignedLongLong(self->search->hooks.nodes + (self->helper ? self->helper->hooks.nodes : 0));
+}
+
+static PyObject *Searcher_get_helper_nodes(SearcherObject *self, void *unused) {
+    return PyLong_FromUnsignedLongLong(self->helper ? self->helper->hooks.nodes : 0);
 }
 
 static PyObject *Searcher_get_seldepth(SearcherObject *self, void *unused) {
@@ -598,11 +650,12 @@ static PyMethodDef Searcher_methods[] = {
               "tablebases are probed at up to probe_max_pieces pieces. ValueError for a position the compiled board "
               "does not take."),
     HB_METHOD("search", Searcher_search, METH_VARARGS | METH_KEYWORDS,
-              "search(depth, options, stopped, probe): one iteration at depth: the best leaf (bound, mate_ply, draw, "
+              "search(depth, options, stopped, probe, threads=1): one iteration at depth: the best leaf (bound, mate_ply, draw, "
               "tablebase_ply, features bytes or None, pv codes), or None when stopped(nodes) said so. options: "
               "(quiescence, ordering 0-3 as MoveOrdering's choices, hash_move, check_extension, "
               "late_move_reductions, killer_moves, null_move, deeper_reductions, late_move_pruning); probe(state) -> +1 / 0 / -1 / "
-              "None: a tablebase result, or None for no tables."),
+              "None: a tablebase result, or None for no tables; threads: 2 or more searches the root's moves on two "
+              "threads where this build can (SPLIT), one otherwise."),
     HB_METHOD("root_best", Searcher_root_best, METH_NOARGS,
               "root_best(): the last iteration's best leaf so far (a stopped one's too), or None."),
     HB_METHOD("resize", Searcher_resize, METH_VARARGS,
@@ -614,7 +667,8 @@ static PyMethodDef Searcher_methods[] = {
 };
 
 static PyGetSetDef Searcher_getset[] = {
-    HB_GETTER("nodes", Searcher_get_nodes, "nodes searched since start()."),
+    HB_GETTER("nodes", Searcher_get_nodes, "nodes searched since start(), by both threads."),
+    HB_GETTER("helper_nodes", Searcher_get_helper_nodes, "of those, the second thread's."),
     HB_GETTER("seldepth", Searcher_get_seldepth, "the deepest ply reached in the last iteration."),
     HB_GETTER("network", Searcher_get_network, "the Network it searches with."),
     HB_GETTER("root_first", Searcher_get_root_first,
@@ -632,6 +686,7 @@ HB_TYPE(Searcher,
 PyMODINIT_FUNC PyInit__ccomparison(void) {
     static PyTypeObject *const types[] = {&NetworkType, &AccumulatorType, &SearcherType, NULL};
     static const hb_constant constants[] = {{"MAX_PLY", CS_MAX_PLY}, {"CHECK_NODES_EVERY", CS_CHECK_NODES_EVERY},
+                                            {"SPLIT", CS_SPLIT},
                                             {NULL, 0}};
     return hb_create_module(HB_MODULE,
                             "The compiled DeepChess comparator and comparison search of search/comparison.py.",

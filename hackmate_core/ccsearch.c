@@ -356,6 +356,26 @@ static int terminal(cs_search *s, int ply, int count, cs_leaf *out) {
     return 1;
 }
 
+/* The legal moves of the position at ply into s->moves[ply], at the root only the allowed ones: their number. */
+static int node_moves(cs_search *s, int ply) {
+    int count = cb_legal_moves(&s->stack[ply], s->moves[ply]);
+    if (ply > 0 || s->allowed_count < 0) return count;
+    int kept = 0;
+    for (int i = 0; i < count; i++)
+        for (int j = 0; j < s->allowed_count; j++)
+            if (s->moves[0][i] == s->allowed[j]) {
+                s->moves[0][kept++] = s->moves[0][i];
+                break;
+            }
+    return kept;
+}
+
+/* The plies the i-th move at ply is searched shallower first (late-move reductions), before the check test. */
+static int reduction(const cs_search *s, int ply, int i, cb_move move, int reducible, int depth) {
+    if (!reducible || i < CS_FULL_DEPTH_MOVES || CB_PROMOTION(move) || cx_is_capture(&s->stack[ply], move)) return 0;
+    return s->deeper_reductions && i >= CS_DEEP_REDUCTION_MOVES && depth >= CS_DEEP_REDUCTION_MIN_DEPTH ? 2 : 1;
+}
+
 static int alphabeta(cs_search *s, int depth, int ply, const cs_leaf *alpha, const cs_leaf *beta,
                      const float *features, cs_leaf *out);
 static int quiescence(cs_search *s, int ply, int qply, const cs_leaf *alpha, const cs_leaf *beta,
@@ -464,12 +484,11 @@ static int expand(cs_search *s, int ply, int qply, int count, int ready, const f
         if (i == ready) finish_order(s, ply, ready, count, features);
         cb_move move = moves[i];
         const float *child = qply < 0 ? s->children[ply][i] : NULL;
-        int quiet = !CB_PROMOTION(move) && !cx_is_capture(p, move);
-        int reduce = reducible && i >= CS_FULL_DEPTH_MOVES && quiet;
-        if (reduce && s->deeper_reductions && i >= CS_DEEP_REDUCTION_MOVES && depth >= CS_DEEP_REDUCTION_MIN_DEPTH)
-            reduce = 2;
+        int reduce = reduction(s, ply, i, move, reducible, depth);
         push(s, ply, move);
-        if (prune_from && i >= prune_from && quiet && !cb_checkers(&s->stack[ply + 1])) continue;
+        if (prune_from && i >= prune_from && !CB_PROMOTION(move) && !cx_is_capture(p, move)
+            && !cb_checkers(&s->stack[ply + 1]))
+            continue;
         if (reduce && cb_checkers(&s->stack[ply + 1])) reduce = 0;
         cs_leaf leaf;
         if (qply >= 0 ? quiescence(s, ply + 1, qply + 1, &alpha, &beta, NULL, &leaf)
@@ -533,17 +552,7 @@ static int alphabeta(cs_search *s, int depth, int ply, const cs_leaf *alpha, con
         return 0;
     }
     const cb_position *p = &s->stack[ply];
-    int count = cb_legal_moves(p, s->moves[ply]);
-    if (ply == 0 && s->allowed_count >= 0) {
-        int kept = 0;
-        for (int i = 0; i < count; i++)
-            for (int j = 0; j < s->allowed_count; j++)
-                if (s->moves[0][i] == s->allowed[j]) {
-                    s->moves[0][kept++] = s->moves[0][i];
-                    break;
-                }
-        count = kept;
-    }
+    int count = node_moves(s, ply);
     int ended = terminal(s, ply, count, out);
     if (ended) return ended < 0;
     int in_check = cb_checkers(p) != 0;
@@ -623,8 +632,9 @@ cs_search *cs_create(const cc_network *net, int32_t best_moves, uint64_t feature
     if (!s) return NULL;
     s->net = net;
     s->size = cc_feature_floats(net);
-    /* each ply's leaves and own features, the root's best leaf, the start position's and the root's features */
-    float *block = malloc((size_t)(CS_PLIES * (CS_SLOTS + 1) + 3) * (size_t)s->size * sizeof(float));
+    /* each ply's leaves and own features, the root's best leaf, the start position's and the root's features, the
+     * split's leaf and the previous iteration's */
+    float *block = malloc((size_t)(CS_PLIES * (CS_SLOTS + 1) + 5) * (size_t)s->size * sizeof(float));
     /* the children's features along the path: at most every move at every ply (untouched memory costs nothing) */
     s->arena = block ? malloc((size_t)CS_PLIES * CB_MAX_MOVES * (size_t)s->size * sizeof(float)) : NULL;
     s->accumulators = s->arena ? malloc((size_t)CS_PLIES * (size_t)net->width * sizeof(int64_t)) : NULL;
@@ -647,6 +657,8 @@ cs_search *cs_create(const cc_network *net, int32_t best_moves, uint64_t feature
     s->root_storage.features = block + (size_t)CS_PLIES * (CS_SLOTS + 1) * s->size;
     s->even = s->root_storage.features + s->size;
     s->root_features = s->even + s->size;
+    s->split_storage.features = s->root_features + s->size;
+    s->previous_storage.features = s->split_storage.features + s->size;
     cc_cache_init(&s->features, feature_slots, s->size);   /* without memory for it: no table, same search */
     /* what a draw is worth: the start position's features */
     static const cb_bitboard start[7] = {0, 0x00FF00000000FF00ULL, 0x4200000000000042ULL, 0x2400000000000024ULL,
@@ -678,21 +690,230 @@ int cs_start(cs_search *s, const cb_position *root, const uint64_t *keys, int co
     cc_accumulate(s->net, root, s->accumulators);
     s->accumulated[0] = 1;
     s->hooks.nodes = 0;
+    s->previous_found = 0;
     memset(s->killers, 0, sizeof s->killers);
     memset(s->history, 0, sizeof s->history);
     return 0;
 }
 
-int cs_search_root(cs_search *s, int depth, cs_leaf *result) {
+/* A finished iteration's best leaf, kept for the next one's split. */
+static void keep_previous(cs_search *s, const cs_leaf *best) {
+    keep(s, &s->previous_storage, best, 0, &s->previous);
+    s->previous_found = 1;
+}
+
+/* The iteration's state at the start of an iteration. */
+static void begin_iteration(cs_search *s, int depth) {
     s->hooks.aborted = s->hooks.failed = 0;
     s->iteration_depth = depth;
     s->seldepth = 0;
     s->arena_top = 0;
     s->root_first = 0;
     s->root_best = NO_LEAF;
+}
+
+int cs_search_root(cs_search *s, int depth, cs_leaf *result) {
+    begin_iteration(s, depth);
     cs_leaf alpha = NO_LEAF, beta = NO_LEAF;
     alpha.bound = -1;
     beta.bound = 1;
     features_at(s, 0, s->root_features);
-    return alphabeta(s, depth, 0, &alpha, &beta, s->root_features, result);
+    if (alphabeta(s, depth, 0, &alpha, &beta, s->root_features, result)) return 1;
+    keep_previous(s, result);
+    return 0;
 }
+
+/* ------------------------------------------------------------------ a second thread at the root */
+
+#if CS_SPLIT
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+/* What the two threads share in one iteration. */
+typedef struct {
+    cs_search *main, *helper;
+    int depth, count, reducible, white;
+    pthread_mutex_t lock;                /* guards best, found, first */
+    cs_leaf best;                        /* in main->split_storage */
+    int found;
+    cb_move first;
+    atomic_int next;                     /* the next root move to take */
+    atomic_int stop;                     /* main's hooks said stop: both unwind */
+    atomic_int helper_done;
+    atomic_int first_done;               /* the first move's search finished */
+    const cs_leaf *previous;             /* what the helper searches against while nothing is found, or NULL */
+    unsigned char doubtful[CB_MAX_MOVES];   /* found no better than previous only: searched again if needed */
+    atomic_ullong helper_nodes;          /* the helper's count, as of its last look at stop */
+    cb_hooks hooks;                      /* main's hooks as the caller set them */
+} cs_split;
+
+/* The helper's stop hook: the main thread decides. */
+static int helper_stop(void *context, uint64_t nodes) {
+    cs_split *split = context;
+    atomic_store_explicit(&split->helper_nodes, nodes, memory_order_relaxed);
+    return atomic_load_explicit(&split->stop, memory_order_relaxed);
+}
+
+/* The main thread's stop hook: the caller's, told both threads' nodes. */
+static int main_stop(void *context, uint64_t nodes) {
+    cs_split *split = context;
+    int stop = split->hooks.stop(split->hooks.context,
+                                 nodes + atomic_load_explicit(&split->helper_nodes, memory_order_relaxed));
+    if (stop) atomic_store(&split->stop, 1);
+    return stop;
+}
+
+/* The main thread's tablebase hook: the caller's (the hooks have one context). */
+static int main_probe(void *context, const cb_position *p, int *result) {
+    cs_split *split = context;
+    return split->hooks.probe(split->hooks.context, p, result);
+}
+
+/* The i-th root move searched by s against the shared best (expand's loop body at the root), which it improves
+ * under the lock: 0, or 1 when stopped. */
+static int split_move(cs_search *s, cs_split *split, int i) {
+    cs_leaf alpha = NO_LEAF, beta = NO_LEAF, best = NO_LEAF, leaf;
+    alpha.bound = -1;
+    beta.bound = 1;
+    pthread_mutex_lock(&split->lock);
+    int found = split->found, speculative = 0;
+    if (found) keep(s, &s->root_storage, &split->best, 0, &best);   /* a copy of its own to search against */
+    pthread_mutex_unlock(&split->lock);
+    if (!found && split->previous && i > 0) {
+        keep(s, &s->root_storage, split->previous, 0, &best);
+        found = speculative = 1;
+    }
+    if (found) {
+        if (split->white) alpha = best;
+        else beta = best;
+    }
+    cb_move move = split->main->moves[0][i];
+    const float *child = split->main->children[0][i];
+    int reduce = reduction(s, 0, i, move, split->reducible, split->depth);
+    push(s, 0, move);
+    if (reduce && cb_checkers(&s->stack[1])) reduce = 0;
+    if (alphabeta(s, split->depth - 1 - reduce, 1, &alpha, &beta, child, &leaf)) return 1;
+    int improves = !found || better(s, split->white, &leaf, &best);
+    if (reduce && improves) {
+        if (alphabeta(s, split->depth - 1, 1, &alpha, &beta, child, &leaf)) return 1;
+        improves = !found || better(s, split->white, &leaf, &best);
+    }
+    if (!improves) {
+        split->doubtful[i] = (unsigned char)speculative;
+        return 0;
+    }
+    pthread_mutex_lock(&split->lock);
+    if (!split->found || better(s, split->white, &leaf, &split->best)) {
+        keep(s, &split->main->split_storage, &leaf, move, &split->best);
+        split->found = 1;
+        if (!split->first) split->first = move;
+    }
+    pthread_mutex_unlock(&split->lock);
+    return 0;
+}
+
+/* Root moves taken one at a time until none is left or the search stops: 0, or 1 when stopped. */
+static int split_moves(cs_search *s, cs_split *split) {
+    for (;;) {
+        if (atomic_load(&split->stop)) return 1;
+        int i = atomic_fetch_add(&split->next, 1);
+        if (i >= split->count) return 0;
+        if (split_move(s, split, i)) return 1;
+    }
+}
+
+static void *helper_thread(void *context) {
+    cs_split *split = context;
+    split_moves(split->helper, split);
+    atomic_store(&split->helper_done, 1);
+    return NULL;
+}
+
+int cs_search_root_split(cs_search *s, cs_search *helper, int depth, cs_leaf *result) {
+    if (depth < CS_SPLIT_MIN_DEPTH) return cs_search_root(s, depth, result);
+    int count = node_moves(s, 0);
+    if (count < 2) return cs_search_root(s, depth, result);
+    begin_iteration(s, depth);
+    begin_iteration(helper, depth);
+    helper->quiescence = s->quiescence;
+    helper->ordering = s->ordering;
+    helper->hash_move = s->hash_move;
+    helper->check_extension = s->check_extension;
+    helper->late_move_reductions = s->late_move_reductions;
+    helper->killer_moves = s->killer_moves;
+    helper->null_move = s->null_move;
+    helper->deeper_reductions = s->deeper_reductions;
+    helper->late_move_pruning = s->late_move_pruning;
+    cs_split split = {.main = s, .helper = helper, .depth = depth, .count = count, .hooks = s->hooks};
+    split.white = s->stack[0].turn == CB_WHITE;
+    split.reducible = s->late_move_reductions && depth >= CS_REDUCTION_MIN_DEPTH && !cb_checkers(&s->stack[0]);
+    atomic_init(&split.next, 1);
+    atomic_init(&split.stop, 0);
+    atomic_init(&split.helper_done, 0);
+    atomic_init(&split.helper_nodes, helper->hooks.nodes);
+    pthread_mutex_init(&split.lock, NULL);
+    s->hooks.stop = main_stop;
+    if (s->hooks.probe) s->hooks.probe = main_probe;
+    s->hooks.context = &split;
+    helper->hooks.stop = helper_stop;
+    helper->hooks.context = &split;
+    helper->hooks.probe = NULL;
+    if (s->previous_found) split.previous = &s->previous;
+    pthread_t thread;
+    /* the root node as alphabeta sees it: counted, every move in order at once (nothing is cut at the root) */
+    int threaded = 0, stopped = count_node(s, 0);
+    if (!stopped) {
+        features_at(s, 0, s->root_features);
+        int first = ordered(s, 0, count);
+        finish_order(s, 0, first, count, s->root_features);
+        if (split.previous) threaded = pthread_create(&thread, NULL, helper_thread, &split) == 0;
+        stopped = split_move(s, &split, 0);
+        atomic_store(&split.first_done, !stopped);
+    }
+    if (!stopped && !threaded) threaded = pthread_create(&thread, NULL, helper_thread, &split) == 0;
+    if (!stopped) stopped = split_moves(s, &split);
+    if (threaded) {
+        struct timespec pause = {0, 200000};
+        while (!atomic_load(&split.helper_done)) {
+            int stop = stopped ? 0 : s->hooks.stop(s->hooks.context, s->hooks.nodes);   /* the caller decides */
+            if (stop) {
+                s->hooks.aborted = 1;
+                s->hooks.failed = stop < 0;
+                stopped = 1;
+            }
+            nanosleep(&pause, NULL);
+        }
+        pthread_join(thread, NULL);
+    }
+    stopped = stopped || atomic_load(&split.stop);
+    /* moves found no better than the last iteration's best, when this one's best is worse after all */
+    if (!stopped && split.previous && better(s, split.white, split.previous, &split.best))
+        for (int i = 1; i < count && !stopped; i++)
+            if (split.doubtful[i]) {
+                split.doubtful[i] = 0;
+                stopped = split_move(s, &split, i);
+            }
+    s->hooks = (cb_hooks){.nodes = s->hooks.nodes, .aborted = s->hooks.aborted, .failed = s->hooks.failed,
+                          .stop = split.hooks.stop, .probe = split.hooks.probe,
+                          .probe_max_pieces = split.hooks.probe_max_pieces, .context = split.hooks.context};
+    pthread_mutex_destroy(&split.lock);
+    if (helper->seldepth > s->seldepth) s->seldepth = helper->seldepth;
+    if (split.found) {
+        s->root_first = atomic_load(&split.first_done) ? s->moves[0][0] : split.first;
+        keep(s, &s->root_storage, &split.best, 0, &s->root_best);
+    }
+    s->arena_top = 0;
+    if (stopped) return 1;
+    *result = s->root_best;
+    keep_previous(s, result);
+    cs_lru_put(&s->best_moves, s->stack[0].key, result->pv[0]);
+    cs_lru_put(&helper->best_moves, s->stack[0].key, result->pv[0]);
+    return 0;
+}
+#else
+int cs_search_root_split(cs_search *s, cs_search *helper, int depth, cs_leaf *result) {
+    (void)helper;
+    return cs_search_root(s, depth, result);
+}
+#endif

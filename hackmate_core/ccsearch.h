@@ -123,6 +123,11 @@ typedef struct {
     float *even;                         /* the start position's: what a draw is worth */
     float *root_features;
     cs_storage root_storage;
+    cs_storage split_storage;            /* with a second thread: the best leaf both share (in the main thread's) */
+    cs_storage previous_storage;         /* the last finished iteration's best leaf (previous, when previous_found):
+                                            what the split's second thread searches against until there is a best */
+    cs_leaf previous;
+    int previous_found;
     cs_leaf root_best;                   /* the best leaf of the current iteration so far (root_first: its move) */
     cb_move root_first;                  /* the first root move that improved in this iteration, 0: none yet */
     uint64_t *keys;                      /* transposition keys of the game before the root, then of the path */
@@ -142,5 +147,23 @@ int cs_start(cs_search *search, const cb_position *root, const uint64_t *keys, i
 /* One iteration at depth (ComparisonSearch._alphabeta at the root between the two bounds): 0 with the best leaf
  * in *result, or 1 when stopped or a callback failed (root_first and root_best say how far it went). */
 int cs_search_root(cs_search *search, int depth, cs_leaf *result);
+
+/* Whether this build searches with a second thread (POSIX threads), and the least depth it does so at. */
+#if defined(__unix__) || defined(__APPLE__)
+#define CS_SPLIT 1
+#else
+#define CS_SPLIT 0
+#endif
+#define CS_SPLIT_MIN_DEPTH 4
+
+/* cs_search_root with a second thread, helper (started on the same root, its own tables, killers and history):
+ * search takes the root's first move while helper takes the next, then both take the remaining root moves one at a
+ * time, each against the best leaf found so far by either, which they share under a lock (root splitting). Until
+ * there is one, helper searches against the last iteration's best leaf: a move found no better than that one is
+ * searched again at the end if the iteration's best is worse after all. Only search calls
+ * its hooks; the helper searches without tablebases. The leaf found and the node count may vary from run to run
+ * (which thread searches which move, and against which best, is a race). Without
+ * CS_SPLIT, below CS_SPLIT_MIN_DEPTH or with fewer than two root moves: cs_search_root. */
+int cs_search_root_split(cs_search *search, cs_search *helper, int depth, cs_leaf *result);
 
 #endif

@@ -25,8 +25,10 @@ a node cut when even passing keeps what the opponent will not allow
 With the shipped network (evaluators.comparator.ComparatorEvaluator) and the
 compiled core built, each iteration runs in C (hackmate_core._ccomparison, see
 ccsearch.h): the same search node for node, on the compiled board, with the
-network's exact arithmetic and a table of every position's features. This
-module keeps iterative deepening, the stoppers, the tablebases' answers and
+network's exact arithmetic and a table of every position's features; with
+Threads 2 or more, from depth 4 on, a second thread takes root moves beside
+it (the root split: then no longer node for node, nor the same run to run).
+This module keeps iterative deepening, the stoppers, the tablebases' answers and
 the reports on both paths. Otherwise (another comparator, a position the
 compiled board does not take, HACKMATE_PURE_PYTHON=1) the search runs here:
 the comparator reads a python-chess board, which the search therefore pushes;
@@ -322,7 +324,7 @@ class ComparisonSearch(Search):
         tablebase = self.tablebase
         try:
             result = searcher.search(depth, options, self.control.stopped,
-                                     None if tablebase is None else _tablebase_probe(tablebase))
+                                     None if tablebase is None else _tablebase_probe(tablebase), self.threads)
         finally:
             self.nodes, self.seldepth = searcher.nodes, searcher.seldepth
         if result is None:

@@ -4,6 +4,8 @@ Python ones do.
 The network's arithmetic is defined so that C and numpy give the same bits (evaluators/comparator.py), so the
 features and probabilities are compared for equality, not closeness; the searches must then visit the same nodes:
 each position is searched on every path in this process and the node counts, moves and reports must be equal.
+With two threads (the root split, Threads 2) the compiled search is a race and no longer node for node: its
+tests check what must hold whichever thread searches which move.
 """
 
 from __future__ import annotations
@@ -286,3 +288,106 @@ def test_a_fuzzed_exchange_stays_clean_on_the_compiled_path(lenient, monkeypatch
         assert move != "0000" or not any(board.legal_moves)
         if move != "0000":
             assert board.parse_uci(move) in board.legal_moves, (board.fen(), move)
+
+
+# ---------------------------------------------------------------------------------------------- two threads
+
+
+def threaded_search(network, board: chess.Board, **limits) -> tuple[ComparisonSearch, chess.Move, list]:
+    network.new_game()
+    search = ComparisonSearch(network)
+    search.set_threads(2)
+    infos = []
+    result = search.search(board, SearchControl(**limits), infos.append)
+    assert search.searched_compiled
+    return search, result.best_move, infos
+
+
+@needs_compiled
+@pytest.mark.parametrize("fen", BENCH_FENS)
+def test_two_threads_share_the_root_s_moves_and_report_a_legal_line(network, fen):
+    board = chess.Board(fen)
+    search, best, infos = threaded_search(network, board, max_depth=6)
+    assert search.searcher.helper_nodes > 0
+    assert search.nodes == search.searcher.nodes == infos[-1].nodes
+    assert [info.depth for info in infos] == list(range(1, 7))
+    for info in infos:
+        line = board.copy()
+        for move in info.pv:
+            assert move in line.legal_moves
+            line.push(move)
+    assert infos[-1].pv[0] == best
+
+
+@needs_compiled
+@pytest.mark.parametrize("fen, moves", RULES_POSITIONS)
+def test_two_threads_search_the_rules_positions_to_a_legal_move(network, fen, moves):
+    board = rules_board(fen, moves)
+    search, best, infos = threaded_search(network, board, max_depth=5)
+    assert best in board.legal_moves
+
+
+@needs_compiled
+def test_two_threads_find_the_mate_one_finds():
+    """Depth 4, the first the root is split at: the smothered mate in 4 plies whichever thread finds it."""
+    network = build_evaluator("comparator")
+    search, best, infos = threaded_search(network, chess.Board(SMOTHERED), max_depth=4)
+    assert best.uci() == "c4g8" and infos[-1].mate > 0
+
+
+@needs_compiled
+def test_two_threads_stop_at_the_node_budget(network):
+    """The first thread asks the stoppers every CHECK_NODES_EVERY nodes of its own, with both threads' count: the
+    budget is passed only by what the second searches meanwhile (a few dozen nodes, more when the first waits for a
+    core)."""
+    search, best, infos = threaded_search(network, chess.Board(BENCH_FENS[2]), max_nodes=20_000)
+    assert search.searcher.helper_nodes > 0
+    assert 20_000 <= search.nodes < 21_000
+
+
+@needs_compiled
+def test_two_threads_search_only_the_searchmoves(network):
+    searchmoves = [chess.Move.from_uci(uci) for uci in ("c4g8", "h2h3", "g1f1", "c4f7")]
+    search, best, infos = threaded_search(network, chess.Board(SMOTHERED), max_depth=5, searchmoves=searchmoves)
+    assert best in searchmoves and all(info.pv[0] in searchmoves for info in infos)
+
+
+@needs_compiled
+@pytest.mark.skipif(not (SYZYGY / "KRvK.rtbw").is_file(), reason="no Syzygy tables")
+def test_two_threads_probe_the_tablebases_on_the_first(network):
+    """Five pieces at the root (Kxc4 leaves four): the first thread probes inside the tree, the second searches."""
+    network.new_game()
+    search = ComparisonSearch(network)
+    search.set_threads(2)
+    search.tablebase = Tablebase(str(SYZYGY))
+    infos = []
+    search.search(chess.Board("8/8/4k3/8/2r5/3K4/6PR/8 w - - 0 1"), SearchControl(max_depth=5), infos.append)
+    assert search.searcher.helper_nodes > 0 and infos[-1].tbhits > 0
+
+
+@needs_compiled
+def test_two_threads_survive_the_tables_resized_and_cleared_mid_search(network):
+    """A `setoption Hash` or `ucinewgame` handled while the second thread runs (here from the stop callback): the
+    second thread's tables are made anew before its next search, its node count kept."""
+    network.new_game()
+    search = ComparisonSearch(network)
+    search.set_threads(2)
+    calls = 0
+
+    def stopped(nodes: int) -> bool:
+        nonlocal calls
+        calls += 1
+        if calls % 50 == 0:
+            search.searcher.resize(1000 + calls, 1.0)
+        if calls % 70 == 0:
+            search.searcher.clear()
+        return False
+
+    control = SearchControl(max_depth=6)
+    control.stopped = stopped
+    for fen in BENCH_FENS[:4]:
+        infos = []
+        result = search.search(chess.Board(fen), control, infos.append)
+        assert result.best_move in chess.Board(fen).legal_moves
+        assert all(before.nodes < after.nodes for before, after in zip(infos, infos[1:]))  # none lost
+    assert calls > 140 and search.searcher.helper_nodes > 0
