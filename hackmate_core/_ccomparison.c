@@ -530,18 +530,20 @@ static int prepare_helper(SearcherObject *self) {
 
 static PyObject *Searcher_search(SearcherObject *self, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"depth", "options", "stopped", "probe", "threads", NULL};
-    int depth, quiescence, ordering, hash_move, check_extension, late_move_reductions, killer_moves, null_move,
-        deeper_reductions, late_move_pruning, threads = 1;
+    int depth, threads = 1;
+    cs_options options;
     PyObject *stopped, *probe;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i(pippppppp)OO|i:search", keywords, &depth, &quiescence,
-                                     &ordering, &hash_move, &check_extension, &late_move_reductions, &killer_moves,
-                                     &null_move, &deeper_reductions, &late_move_pruning, &stopped, &probe, &threads))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i(pippppppp)OO|i:search", keywords, &depth,
+                                     &options.quiescence, &options.ordering, &options.hash_move,
+                                     &options.check_extension, &options.late_move_reductions, &options.killer_moves,
+                                     &options.null_move, &options.deeper_reductions, &options.late_move_pruning,
+                                     &stopped, &probe, &threads))
         return NULL;
     if (depth < 1 || depth > CS_MAX_PLY) {
         PyErr_Format(PyExc_ValueError, "depth must be between 1 and %d", CS_MAX_PLY);
         return NULL;
     }
-    if (ordering < CS_ORDER_CAPTURES_COMPARATOR || ordering > CS_ORDER_CAPTURES_HISTORY) {
+    if (options.ordering < CS_ORDER_CAPTURES_COMPARATOR || options.ordering > CS_ORDER_CAPTURES_HISTORY) {
         PyErr_SetString(PyExc_ValueError, "ordering must be 0 (captures+comparator), 1 (comparator), 2 (captures) "
                                           "or 3 (captures+history)");
         return NULL;
@@ -554,15 +556,7 @@ static PyObject *Searcher_search(SearcherObject *self, PyObject *args, PyObject 
     if (threads > 1 && CS_SPLIT && prepare_helper(self) < 0) return NULL;
     if (hb_enter(&self->driver, stopped, probe) < 0) return NULL;
     cs_search *s = self->search;
-    s->quiescence = quiescence;
-    s->ordering = ordering;
-    s->hash_move = hash_move;
-    s->check_extension = check_extension;
-    s->late_move_reductions = late_move_reductions;
-    s->killer_moves = killer_moves;
-    s->null_move = null_move;
-    s->deeper_reductions = deeper_reductions;
-    s->late_move_pruning = late_move_pruning;
+    s->options = options;
     s->hooks.stop = hb_call_stopped;
     s->hooks.probe = self->driver.probe ? hb_call_probe : NULL;
     s->hooks.context = &self->driver;
@@ -650,12 +644,12 @@ static PyMethodDef Searcher_methods[] = {
               "tablebases are probed at up to probe_max_pieces pieces. ValueError for a position the compiled board "
               "does not take."),
     HB_METHOD("search", Searcher_search, METH_VARARGS | METH_KEYWORDS,
-              "search(depth, options, stopped, probe, threads=1): one iteration at depth: the best leaf (bound, mate_ply, draw, "
-              "tablebase_ply, features bytes or None, pv codes), or None when stopped(nodes) said so. options: "
-              "(quiescence, ordering 0-3 as MoveOrdering's choices, hash_move, check_extension, "
-              "late_move_reductions, killer_moves, null_move, deeper_reductions, late_move_pruning); probe(state) -> +1 / 0 / -1 / "
-              "None: a tablebase result, or None for no tables; threads: 2 or more searches the root's moves on two "
-              "threads where this build can (SPLIT), one otherwise."),
+              "search(depth, options, stopped, probe, threads=1): one iteration at depth: the best leaf (bound, "
+              "mate_ply, draw, tablebase_ply, features bytes or None, pv codes), or None when stopped(nodes) said so. "
+              "options: (quiescence, ordering 0-3 as MoveOrdering's choices, hash_move, check_extension, "
+              "late_move_reductions, killer_moves, null_move, deeper_reductions, late_move_pruning); probe(state) -> "
+              "+1 / 0 / -1 / None: a tablebase result, or None for no tables; threads: 2 or more searches the root's "
+              "moves on two threads where this build can (SPLIT), one otherwise."),
     HB_METHOD("root_best", Searcher_root_best, METH_NOARGS,
               "root_best(): the last iteration's best leaf so far (a stopped one's too), or None."),
     HB_METHOD("resize", Searcher_resize, METH_VARARGS,

@@ -373,7 +373,7 @@ static int node_moves(cs_search *s, int ply) {
 /* The plies the i-th move at ply is searched shallower first (late-move reductions), before the check test. */
 static int reduction(const cs_search *s, int ply, int i, cb_move move, int reducible, int depth) {
     if (!reducible || i < CS_FULL_DEPTH_MOVES || CB_PROMOTION(move) || cx_is_capture(&s->stack[ply], move)) return 0;
-    return s->deeper_reductions && i >= CS_DEEP_REDUCTION_MOVES && depth >= CS_DEEP_REDUCTION_MIN_DEPTH ? 2 : 1;
+    return s->options.deeper_reductions && i >= CS_DEEP_REDUCTION_MOVES && depth >= CS_DEEP_REDUCTION_MIN_DEPTH ? 2 : 1;
 }
 
 static int alphabeta(cs_search *s, int depth, int ply, const cs_leaf *alpha, const cs_leaf *beta,
@@ -392,9 +392,9 @@ static int ordered(cs_search *s, int ply, int count) {
     const cb_position *p = &s->stack[ply];
     cb_move *moves = s->moves[ply];
     double *keys = s->order;
-    cb_move hash_move = s->hash_move ? cs_lru_get(&s->best_moves, p->key) : 0;
+    cb_move hash_move = s->options.hash_move ? cs_lru_get(&s->best_moves, p->key) : 0;
     static const cb_move no_killers[2] = {0, 0};
-    const cb_move *killers = s->killer_moves ? s->killers[ply] : no_killers;
+    const cb_move *killers = s->options.killer_moves ? s->killers[ply] : no_killers;
     for (int i = 0; i < count; i++) s->children[ply][i] = NULL;
     /* keys of the first moves, 0 for the others (left in their order, below them by a stable sort) */
     int first = 0;
@@ -403,20 +403,20 @@ static int ordered(cs_search *s, int ply, int count) {
         int capture = cx_is_capture(p, move);
         keys[i] = 0.0;
         if (move == hash_move) keys[i] = 3.0;
-        else if (capture && (s->ordering == CS_ORDER_CAPTURES
-                             || (s->ordering != CS_ORDER_COMPARATOR && keeps_material(p, move))))
+        else if (capture && (s->options.ordering == CS_ORDER_CAPTURES
+                             || (s->options.ordering != CS_ORDER_COMPARATOR && keeps_material(p, move))))
             keys[i] = 1.0 + cx_mvv_lva(p, move) / 100.0;
         else if (!capture && move == killers[0]) keys[i] = 0.75;
         else if (!capture && move == killers[1]) keys[i] = 0.5;
         first += keys[i] > 0.0;
     }
     sort_moves(moves, NULL, keys, count);
-    if (s->ordering == CS_ORDER_CAPTURES_HISTORY) {
+    if (s->options.ordering == CS_ORDER_CAPTURES_HISTORY) {
         const int64_t *history = s->history[p->turn];
         for (int i = first; i < count; i++) keys[i] = (double)history[CB_FROM(moves[i]) * 64 + CB_TO(moves[i])];
         sort_moves(moves + first, NULL, keys + first, count - first);
     }
-    return s->ordering == CS_ORDER_CAPTURES || s->ordering == CS_ORDER_CAPTURES_HISTORY ? count : first;
+    return s->options.ordering == CS_ORDER_CAPTURES || s->options.ordering == CS_ORDER_CAPTURES_HISTORY ? count : first;
 }
 
 /* ComparisonSearch._cut_off: move cut the node at ply with depth to go; a quiet one becomes the ply's newest
@@ -547,7 +547,7 @@ static int alphabeta(cs_search *s, int depth, int ply, const cs_leaf *alpha, con
     if (depth <= 0 || ply >= CS_MAX_PLY) {
         int ended = terminal(s, ply, -1, out);   /* a leaf asks only whether a move exists */
         if (ended) return ended < 0;
-        if (s->quiescence && ply < CS_MAX_PLY) return quiescence(s, ply, 0, alpha, beta, features, out);
+        if (s->options.quiescence && ply < CS_MAX_PLY) return quiescence(s, ply, 0, alpha, beta, features, out);
         position_leaf(s, ply, features, out);
         return 0;
     }
@@ -556,16 +556,17 @@ static int alphabeta(cs_search *s, int depth, int ply, const cs_leaf *alpha, con
     int ended = terminal(s, ply, count, out);
     if (ended) return ended < 0;
     int in_check = cb_checkers(p) != 0;
-    if (in_check && s->check_extension && ply > 0 && ply + depth < 2 * s->iteration_depth) depth++;
-    if (s->null_move) {
+    if (in_check && s->options.check_extension && ply > 0 && ply + depth < 2 * s->iteration_depth) depth++;
+    if (s->options.null_move) {
         int passed = null_move(s, depth, ply, in_check, alpha, beta, out);
         if (passed) return passed < 0;
     }
     size_t arena_top = s->arena_top;
     int first = ordered(s, ply, count);
-    int reducible = s->late_move_reductions && depth >= CS_REDUCTION_MIN_DEPTH && !in_check;
+    int reducible = s->options.late_move_reductions && depth >= CS_REDUCTION_MIN_DEPTH && !in_check;
     static const int prune_moves[CS_PRUNE_DEPTHS] = CS_LATE_MOVE_PRUNING_MOVES;
-    int prune_from = s->late_move_pruning && ply > 0 && depth < CS_PRUNE_DEPTHS && !in_check ? prune_moves[depth] : 0;
+    int prune_from = s->options.late_move_pruning && ply > 0 && depth < CS_PRUNE_DEPTHS && !in_check
+                     ? prune_moves[depth] : 0;
     int stopped = expand(s, ply, -1, count, first, features, *alpha, *beta, NULL, reducible, prune_from, depth, out);
     s->arena_top = arena_top;
     if (stopped) return 1;
@@ -836,18 +837,10 @@ int cs_search_root_split(cs_search *s, cs_search *helper, int depth, cs_leaf *re
     if (count < 2) return cs_search_root(s, depth, result);
     begin_iteration(s, depth);
     begin_iteration(helper, depth);
-    helper->quiescence = s->quiescence;
-    helper->ordering = s->ordering;
-    helper->hash_move = s->hash_move;
-    helper->check_extension = s->check_extension;
-    helper->late_move_reductions = s->late_move_reductions;
-    helper->killer_moves = s->killer_moves;
-    helper->null_move = s->null_move;
-    helper->deeper_reductions = s->deeper_reductions;
-    helper->late_move_pruning = s->late_move_pruning;
+    helper->options = s->options;
     cs_split split = {.main = s, .helper = helper, .depth = depth, .count = count, .hooks = s->hooks};
     split.white = s->stack[0].turn == CB_WHITE;
-    split.reducible = s->late_move_reductions && depth >= CS_REDUCTION_MIN_DEPTH && !cb_checkers(&s->stack[0]);
+    split.reducible = s->options.late_move_reductions && depth >= CS_REDUCTION_MIN_DEPTH && !cb_checkers(&s->stack[0]);
     atomic_init(&split.next, 1);
     atomic_init(&split.stop, 0);
     atomic_init(&split.helper_done, 0);
@@ -894,9 +887,9 @@ int cs_search_root_split(cs_search *s, cs_search *helper, int depth, cs_leaf *re
                 split.doubtful[i] = 0;
                 stopped = split_move(s, &split, i);
             }
-    s->hooks = (cb_hooks){.nodes = s->hooks.nodes, .aborted = s->hooks.aborted, .failed = s->hooks.failed,
-                          .stop = split.hooks.stop, .probe = split.hooks.probe,
-                          .probe_max_pieces = split.hooks.probe_max_pieces, .context = split.hooks.context};
+    s->hooks.stop = split.hooks.stop;   /* the caller's hooks back */
+    s->hooks.probe = split.hooks.probe;
+    s->hooks.context = split.hooks.context;
     pthread_mutex_destroy(&split.lock);
     if (helper->seldepth > s->seldepth) s->seldepth = helper->seldepth;
     if (split.found) {

@@ -7,9 +7,9 @@
  * material by static exchange, the killer moves, the comparator's preference for each child over the position or
  * the history of cut-offs, stable sorts), with the killers and the history kept alike;
  * the best-move table itself with the LRU policy of hackmate_core.lru and its capacity; check extension,
- * late-move reductions and pruning, null-move pruning, capture quiescence, the repetition policy of the compiled board, the node
- * count and where `stop` is asked. Python keeps iterative deepening, the stoppers and the reports; it is asked
- * through two callbacks: every CS_CHECK_NODES_EVERY nodes whether to stop, and for tablebase results.
+ * late-move reductions and pruning, null-move pruning, capture quiescence, the repetition policy of the compiled
+ * board, the node count and where `stop` is asked. Python keeps iterative deepening, the stoppers and the reports;
+ * it is asked through two callbacks: every CS_CHECK_NODES_EVERY nodes whether to stop, and for tablebase results.
  *
  * The features of every position met are kept in a table (cc_cache) across iterations and searches; the
  * features are exact, so the table changes the speed and nothing else.
@@ -46,6 +46,12 @@
 enum {
     CS_ORDER_CAPTURES_COMPARATOR = 0, CS_ORDER_COMPARATOR = 1, CS_ORDER_CAPTURES = 2, CS_ORDER_CAPTURES_HISTORY = 3
 };
+
+/* The search's UCI options (search/comparison.py's OPTIONS): each a switch but ordering, a CS_ORDER_* value. */
+typedef struct {
+    int quiescence, ordering, hash_move, check_extension, late_move_reductions, killer_moves, null_move,
+        deeper_reductions, late_move_pruning;
+} cs_options;
 
 /* Where a leaf kept by a node lives: its features and its line. */
 typedef struct {
@@ -95,9 +101,7 @@ typedef struct {
     int size;                            /* floats a position's features take (cc_feature_floats) */
     cc_cache features;
     cs_lru best_moves;
-    /* the options, read at each iteration */
-    int quiescence, ordering, hash_move, check_extension, late_move_reductions, killer_moves, null_move,
-        deeper_reductions, late_move_pruning;
+    cs_options options;                  /* read at each iteration */
     int iteration_depth;
     /* ComparisonSearch.killers and .history: per ply the last two quiet moves that cut off there (newest first,
      * 0: none), per side to move the depth squared summed over the quiet moves that cut off, by from * 64 + to;
@@ -160,10 +164,10 @@ int cs_search_root(cs_search *search, int depth, cs_leaf *result);
  * search takes the root's first move while helper takes the next, then both take the remaining root moves one at a
  * time, each against the best leaf found so far by either, which they share under a lock (root splitting). Until
  * there is one, helper searches against the last iteration's best leaf: a move found no better than that one is
- * searched again at the end if the iteration's best is worse after all. Only search calls
- * its hooks; the helper searches without tablebases. The leaf found and the node count may vary from run to run
- * (which thread searches which move, and against which best, is a race). Without
- * CS_SPLIT, below CS_SPLIT_MIN_DEPTH or with fewer than two root moves: cs_search_root. */
+ * searched again at the end if the iteration's best is worse after all. Only search calls its hooks; the helper
+ * searches without tablebases. The leaf found and the node count may vary from run to run (which thread searches
+ * which move, and against which best, is a race). Without CS_SPLIT, below CS_SPLIT_MIN_DEPTH or with fewer than two
+ * root moves: cs_search_root. */
 int cs_search_root_split(cs_search *search, cs_search *helper, int depth, cs_leaf *result);
 
 #endif

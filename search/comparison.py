@@ -638,7 +638,7 @@ class ComparisonSearch(Search):
                 unordered[1]()
             move = moves[index]
             features = child_features[index] if child_features is not None else None
-            quiet = move.promotion is None and not board.is_capture(move)
+            quiet = (reducible or prune_from) and move.promotion is None and not board.is_capture(move)
             reduce = 0
             if reducible and index >= FULL_DEPTH_MOVES and quiet:
                 deeper = self.deeper_reductions and index >= DEEP_REDUCTION_MOVES and depth >= DEEP_REDUCTION_MIN_DEPTH
