@@ -27,7 +27,7 @@
 /* The module's dotted name, which its types' names begin with (binding.h's HB_TYPE). */
 #define HB_MODULE "hackmate_core._ccomparison"
 /* Raised when a method changes, so that hackmate_core.compiled refuses a stale build. */
-#define API_VERSION 6
+#define API_VERSION 7
 /* The largest best-move table (entries) and features table (megabytes) asked for. */
 #define MAX_BEST_MOVES ((1LL << 31) - 1)
 #define MAX_FEATURE_MEGABYTES (1 << 20)
@@ -533,11 +533,11 @@ static PyObject *Searcher_search(SearcherObject *self, PyObject *args, PyObject 
     int depth, threads = 1;
     cs_options options;
     PyObject *stopped, *probe;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i(pippppppp)OO|i:search", keywords, &depth,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i(pipppppppp)OO|i:search", keywords, &depth,
                                      &options.quiescence, &options.ordering, &options.hash_move,
                                      &options.check_extension, &options.late_move_reductions, &options.killer_moves,
                                      &options.null_move, &options.deeper_reductions, &options.late_move_pruning,
-                                     &stopped, &probe, &threads))
+                                     &options.history_near_leaves, &stopped, &probe, &threads))
         return NULL;
     if (depth < 1 || depth > CS_MAX_PLY) {
         PyErr_Format(PyExc_ValueError, "depth must be between 1 and %d", CS_MAX_PLY);
@@ -647,9 +647,10 @@ static PyMethodDef Searcher_methods[] = {
               "search(depth, options, stopped, probe, threads=1): one iteration at depth: the best leaf (bound, "
               "mate_ply, draw, tablebase_ply, features bytes or None, pv codes), or None when stopped(nodes) said so. "
               "options: (quiescence, ordering 0-3 as MoveOrdering's choices, hash_move, check_extension, "
-              "late_move_reductions, killer_moves, null_move, deeper_reductions, late_move_pruning); probe(state) -> "
-              "+1 / 0 / -1 / None: a tablebase result, or None for no tables; threads: 2 or more searches the root's "
-              "moves on two threads where this build can (SPLIT), one otherwise."),
+              "late_move_reductions, killer_moves, null_move, deeper_reductions, late_move_pruning, "
+              "history_near_leaves); probe(state) -> +1 / 0 / -1 / None: a tablebase result, or None for no "
+              "tables; threads: 2 or more searches the root's moves on two threads where this build can (SPLIT), "
+              "one otherwise."),
     HB_METHOD("root_best", Searcher_root_best, METH_NOARGS,
               "root_best(): the last iteration's best leaf so far (a stopped one's too), or None."),
     HB_METHOD("resize", Searcher_resize, METH_VARARGS,

@@ -385,10 +385,12 @@ static int quiescence(cs_search *s, int ply, int qply, const cs_leaf *alpha, con
  * final places at once. Their keys need no features: the stored best move (3.0), the captures that keep material
  * (all captures with captures; none with comparator) at 1 + MVV-LVA / 100, then with killer_moves the ply's
  * killers that are quiet moves here (0.75, 0.5), all above any probability. captures leaves the others as
- * generated, captures+history orders them at once by the history; the comparator orders them (finish_order) only
- * when the search gets to them, which a cut-off on one of the first often spares. The children's features are
- * computed where the comparator orders them, and by each child itself otherwise: the same numbers either way. */
-static int ordered(cs_search *s, int ply, int count) {
+ * generated, captures+history orders them at once by the history, as do the comparator's orderings where
+ * by_history (history_near_leaves where late-move pruning applies: the moves it skips cost no features); the
+ * comparator orders them (finish_order) only when the search gets to them, which a cut-off on one of the first
+ * often spares. The children's features are computed where the comparator orders them, and by each child itself
+ * otherwise: the same numbers either way. */
+static int ordered(cs_search *s, int ply, int count, int by_history) {
     const cb_position *p = &s->stack[ply];
     cb_move *moves = s->moves[ply];
     double *keys = s->order;
@@ -411,12 +413,14 @@ static int ordered(cs_search *s, int ply, int count) {
         first += keys[i] > 0.0;
     }
     sort_moves(moves, NULL, keys, count);
-    if (s->options.ordering == CS_ORDER_CAPTURES_HISTORY) {
+    by_history = s->options.ordering == CS_ORDER_CAPTURES_HISTORY
+                 || (by_history && s->options.ordering != CS_ORDER_CAPTURES);
+    if (by_history) {
         const int64_t *history = s->history[p->turn];
         for (int i = first; i < count; i++) keys[i] = (double)history[CB_FROM(moves[i]) * 64 + CB_TO(moves[i])];
         sort_moves(moves + first, NULL, keys + first, count - first);
     }
-    return s->options.ordering == CS_ORDER_CAPTURES || s->options.ordering == CS_ORDER_CAPTURES_HISTORY ? count : first;
+    return s->options.ordering == CS_ORDER_CAPTURES || by_history ? count : first;
 }
 
 /* ComparisonSearch._cut_off: move cut the node at ply with depth to go; a quiet one becomes the ply's newest
@@ -562,11 +566,11 @@ static int alphabeta(cs_search *s, int depth, int ply, const cs_leaf *alpha, con
         if (passed) return passed < 0;
     }
     size_t arena_top = s->arena_top;
-    int first = ordered(s, ply, count);
     int reducible = s->options.late_move_reductions && depth >= CS_REDUCTION_MIN_DEPTH && !in_check;
     static const int prune_moves[CS_PRUNE_DEPTHS] = CS_LATE_MOVE_PRUNING_MOVES;
     int prune_from = s->options.late_move_pruning && ply > 0 && depth < CS_PRUNE_DEPTHS && !in_check
                      ? prune_moves[depth] : 0;
+    int first = ordered(s, ply, count, prune_from && s->options.history_near_leaves);
     int stopped = expand(s, ply, -1, count, first, features, *alpha, *beta, NULL, reducible, prune_from, depth, out);
     s->arena_top = arena_top;
     if (stopped) return 1;
@@ -858,7 +862,7 @@ int cs_search_root_split(cs_search *s, cs_search *helper, int depth, cs_leaf *re
     int threaded = 0, stopped = count_node(s, 0);
     if (!stopped) {
         features_at(s, 0, s->root_features);
-        int first = ordered(s, 0, count);
+        int first = ordered(s, 0, count, 0);
         finish_order(s, 0, first, count, s->root_features);
         if (split.previous) threaded = pthread_create(&thread, NULL, helper_thread, &split) == 0;
         stopped = split_move(s, &split, 0);

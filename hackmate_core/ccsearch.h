@@ -50,7 +50,7 @@ enum {
 /* The search's UCI options (search/comparison.py's OPTIONS): each a switch but ordering, a CS_ORDER_* value. */
 typedef struct {
     int quiescence, ordering, hash_move, check_extension, late_move_reductions, killer_moves, null_move,
-        deeper_reductions, late_move_pruning;
+        deeper_reductions, late_move_pruning, history_near_leaves;
 } cs_options;
 
 /* Where a leaf kept by a node lives: its features and its line. */

@@ -133,6 +133,8 @@ class ComparisonSearch(Search):
                help="with LateMoveReductions, the latest quiet moves two plies shallower"),
         Option("LateMovePruning", "check", True, attribute="late_move_pruning",
                help="one or two plies from the leaves, skip the latest quiet moves"),
+        Option("HistoryNearLeaves", "check", True, attribute="history_near_leaves",
+               help="where LateMovePruning applies, history orders the late moves"),
         Option("KillerMoves", "check", True, attribute="killer_moves",
                help="try early quiet moves that cut off at the same ply"),
         Option("NullMove", "check", True, attribute="null_move",
@@ -320,7 +322,7 @@ class ComparisonSearch(Search):
         """One iteration in C at ``depth``, with the options as they are now."""
         options = (self.quiescence, ORDERINGS.index(self.move_ordering), self.hash_move, self.check_extension,
                    self.late_move_reductions, self.killer_moves, self.null_move, self.deeper_reductions,
-                   self.late_move_pruning)
+                   self.late_move_pruning, self.history_near_leaves)
         tablebase = self.tablebase
         try:
             result = searcher.search(depth, options, self.control.stopped,
@@ -452,15 +454,15 @@ class ComparisonSearch(Search):
             passed = self._null_move(board, depth, ply, in_check, alpha, beta)
             if passed is not None:
                 return passed
+        reducible = self.late_move_reductions and depth >= REDUCTION_MIN_DEPTH and not in_check
+        prunable = self.late_move_pruning and ply > 0 and depth < len(LATE_MOVE_PRUNING_MOVES) and not in_check
         key = transposition_key(board)  # exact: hash() would merge positions (evaluators/cache.py)
-        ordered, ready = self._ordered(board, moves, key, ply)
+        ordered, ready = self._ordered(board, moves, key, ply, prunable and self.history_near_leaves)
         child_features: list[Optional[np.ndarray]] = [None] * len(ordered)
 
         def finish_order() -> None:
             child_features[ready:] = self._finish_order(board, ordered, ready, features)
 
-        reducible = self.late_move_reductions and depth >= REDUCTION_MIN_DEPTH and not in_check
-        prunable = self.late_move_pruning and ply > 0 and depth < len(LATE_MOVE_PRUNING_MOVES) and not in_check
         best = self._expand(board, ordered, child_features, alpha, beta, None, reducible, depth,
                             lambda a, b, f, d: self._alphabeta(board, d, ply + 1, a, b, f), at_root=ply == 0,
                             unordered=(ready, finish_order), cut=lambda move: self._cut_off(board, move, ply, depth),
@@ -503,8 +505,8 @@ class ComparisonSearch(Search):
             return None  # the opponent's bound is still better for the opponent: no cut
         return Leaf(leaf.features, 0, leaf.draw, (), 0, leaf.tablebase_ply)
 
-    def _ordered(self, board: chess.Board, moves: list[chess.Move], key: Hashable,
-                 ply: int) -> tuple[list[chess.Move], int]:
+    def _ordered(self, board: chess.Board, moves: list[chess.Move], key: Hashable, ply: int,
+                 by_history: bool = False) -> tuple[list[chess.Move], int]:
         """The moves best first, the first ``ready`` of them (the second value) in their final places.
 
         The stored best move comes first. ``captures+comparator`` and
@@ -514,10 +516,12 @@ class ComparisonSearch(Search):
         first), all of them above every move the comparator orders, whose keys
         are probabilities (at most 1). ``captures`` leaves the other moves as
         generated, ``captures+history`` orders them at once by the history of
-        cut-offs (highest first, ties as generated). The comparator orders the
-        other moves (:meth:`_finish_order`) when the search gets to them, which
-        a cut-off on one of the first often spares: a stable sort, so the order
-        is the one all keys known at once would give.
+        cut-offs (highest first, ties as generated), as do the comparator's
+        orderings where ``by_history`` (HistoryNearLeaves, at the nodes that
+        late-move pruning thins: the moves it skips then cost no features). The
+        comparator orders the other moves (:meth:`_finish_order`) when the
+        search gets to them, which a cut-off on one of the first often spares:
+        a stable sort, so the order is the one all keys known at once would give.
         """
         hash_move = self.best_moves.get(key) if self.hash_move else None
         ordering = self.move_ordering  # read once: the UCI thread may change it during a search
@@ -536,11 +540,12 @@ class ComparisonSearch(Search):
         order = sorted(range(len(moves)), key=keys.__getitem__, reverse=True)
         ordered = [moves[i] for i in order]
         ready = sum(1 for value in keys if value > 0)
-        if ordering == "captures+history":
+        by_history = ordering == "captures+history" or by_history and ordering != "captures"
+        if by_history:
             history = self.history[board.turn]
             ordered[ready:] = sorted(ordered[ready:], key=lambda move: history[move.from_square * 64 + move.to_square],
                                      reverse=True)
-        return ordered, len(moves) if ordering in ("captures", "captures+history") else ready
+        return ordered, len(moves) if ordering == "captures" or by_history else ready
 
     def _cut_off(self, board: chess.Board, move: chess.Move, ply: int, depth: int) -> None:
         """``move`` cut the node at ``ply`` with ``depth`` to go: a quiet one becomes the ply's newest killer

@@ -154,15 +154,17 @@ def search_lines(network, monkeypatch, board: chess.Board, path: str, options: d
 
 @needs_compiled
 @pytest.mark.parametrize("options", [{}, {"KillerMoves": False}, {"MoveOrdering": "captures+history"},
-                                     {"NullMove": False}, {"DeeperReductions": False}, {"LateMovePruning": False}],
+                                     {"NullMove": False}, {"DeeperReductions": False}, {"LateMovePruning": False},
+                                     {"HistoryNearLeaves": False}],
                          ids=["defaults", "no-killers", "history", "no-null-move", "no-deeper-reductions",
-                              "no-late-move-pruning"])
+                              "no-late-move-pruning", "no-history-near-leaves"])
 @pytest.mark.parametrize("fen", BENCH_FENS)
 def test_both_paths_search_the_bench_positions_alike_to_depth_4(network, monkeypatch, fen, options):
     """Depth 4 reports depths 1 to 4 on the way: each iteration's nodes, score and line must be equal, with the
     killers (kept across iterations) and the history of cut-offs as well as without, and with null moves (the
-    default) as well as without, with the latest quiet moves reduced one ply, not two (the default), and with
-    the latest quiet moves near the leaves searched, not pruned (the default)."""
+    default) as well as without, with the latest quiet moves reduced one ply, not two (the default), with
+    the latest quiet moves near the leaves searched, not pruned (the default), and with the comparator ordering
+    the moves there, not the history (the default)."""
     lines = search_lines(network, monkeypatch, chess.Board(fen), "compiled", options, max_depth=4)
     assert [info[0] for info in lines[3:]] == [1, 2, 3, 4]
     assert search_lines(network, monkeypatch, chess.Board(fen), "board", options, max_depth=4) == lines
@@ -189,7 +191,8 @@ def test_every_path_searches_the_rules_positions_alike(network, monkeypatch, fen
                                      {"MoveOrdering": "comparator", "KillerMoves": False}, {"KillerMoves": False},
                                      {"HashMove": False}, {"CheckExtension": False},
                                      {"LateMoveReductions": False}, {"IncrementalAccumulator": False},
-                                     {"NullMove": False}, {"DeeperReductions": False}, {"LateMovePruning": False}])
+                                     {"NullMove": False}, {"DeeperReductions": False}, {"LateMovePruning": False},
+                                     {"HistoryNearLeaves": False}])
 def test_both_paths_honour_every_option_alike(network, monkeypatch, options):
     board = chess.Board(BENCH_FENS[1])
     lines = search_lines(network, monkeypatch, board, "compiled", options, max_depth=3)
@@ -269,7 +272,7 @@ def test_a_fuzzed_exchange_stays_clean_on_the_compiled_path(lenient, monkeypatch
                     "HashMove": ["true", "false"], "CheckExtension": ["true", "false"],
                     "LateMoveReductions": ["true", "false"], "KillerMoves": ["true", "false"],
                     "NullMove": ["true", "false", "maybe"], "DeeperReductions": ["true", "false"],
-                    "LateMovePruning": ["true", "false"]})
+                    "LateMovePruning": ["true", "false"], "HistoryNearLeaves": ["true", "false"]})
     monkeypatch.setattr(fuzz, "OPTIONS", options)
     rng = random.Random(fuzz.SEED)
     driver = Driver("--eval", "comparator", "--search", "comparison")

@@ -90,18 +90,21 @@ def test_killers_come_after_the_captures_newest_first(ordering, place):
 
 def test_a_killer_from_one_sibling_is_tried_early_in_the_next():
     """Without the hash move only captures come before the quiet moves: with KillerMoves a quiet move that cut
-    off at a sibling comes right after them, and the search needs fewer nodes."""
+    off at a sibling comes right after them, and the search needs fewer nodes (the comparator ordering the rest
+    everywhere: the moves it orders are those after the killers)."""
     nodes = {}
     for killer_moves in (True, False):
         search = ComparisonSearch(MaterialComparator())
         search.set_option("HashMove", False)
+        search.set_option("HistoryNearLeaves", False)
         search.set_option("KillerMoves", killer_moves)
         early = []
         plain = search._ordered
 
-        def spy(board: chess.Board, moves: list[chess.Move], key, ply: int) -> tuple[list[chess.Move], int]:
+        def spy(board: chess.Board, moves: list[chess.Move], key, ply: int,
+                by_history: bool = False) -> tuple[list[chess.Move], int]:
             killer = search.killers.at(ply)[0]
-            order, ready = plain(board, moves, key, ply)
+            order, ready = plain(board, moves, key, ply, by_history)
             if killer in order[:ready] and not board.is_capture(killer):
                 captures = sum(1 for move in order[:ready] if board.is_capture(move))
                 early.append(order.index(killer) == captures)
@@ -261,6 +264,39 @@ def test_late_move_pruning_skips_the_latest_quiet_moves_one_or_two_plies_from_th
         search._expand = spy
         search.search(board, SearchControl(max_depth=4), lambda info: None)
         assert bool(skipped) == pruning
+
+
+def test_history_near_leaves_orders_the_late_moves_by_history_where_late_move_pruning_applies():
+    """With HistoryNearLeaves, a node that late-move pruning thins hands every move to the search in order at once
+    (the comparator orders none: no child's features are computed for it), the quiet moves other than the hash
+    move and the killers by their history, highest first; without it the comparator orders them there."""
+    root = chess.Board("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1")
+    for near_leaves in (False, True):
+        search = ComparisonSearch(MaterialComparator())
+        search.set_option("HistoryNearLeaves", near_leaves)
+        thinned = by_comparator = 0
+        expand = search._expand
+
+        def spy(board: chess.Board, moves: list[chess.Move], *args, **kwargs) -> Leaf:
+            nonlocal thinned, by_comparator
+            if kwargs.get("prune_from"):
+                thinned += 1
+                ready = kwargs["unordered"][0]
+                by_comparator += ready < len(moves)
+                if near_leaves:
+                    assert ready == len(moves)
+                    first = {search.best_moves.get(transposition_key(board)),
+                             *search.killers.at(board.ply() - root.ply())}
+                    history = search.history[board.turn]
+                    keys = [history[move.from_square * 64 + move.to_square] for move in moves
+                            if not board.is_capture(move) and move not in first]
+                    assert keys == sorted(keys, reverse=True)
+            return expand(board, moves, *args, **kwargs)
+
+        search._expand = spy  # type: ignore[method-assign]
+        search.search(root, SearchControl(max_depth=4), lambda info: None)
+        assert thinned and bool(by_comparator) != near_leaves
+        assert any(any(row) for row in search.history)
 
 
 # White a queen up: passing is good enough for White in most lines, and Black's knight may pass too.
