@@ -386,11 +386,11 @@ static int quiescence(cs_search *s, int ply, int qply, const cs_leaf *alpha, con
  * (all captures with captures; none with comparator) at 1 + MVV-LVA / 100, then with killer_moves the ply's
  * killers that are quiet moves here (0.75, 0.5), all above any probability. captures leaves the others as
  * generated, captures+history orders them at once by the history, as do the comparator's orderings where
- * by_history (history_near_leaves where late-move pruning applies: the moves it skips cost no features); the
+ * near_leaves (history_near_leaves where late-move pruning applies: the moves it skips cost no features); the
  * comparator orders them (finish_order) only when the search gets to them, which a cut-off on one of the first
  * often spares. The children's features are computed where the comparator orders them, and by each child itself
  * otherwise: the same numbers either way. */
-static int ordered(cs_search *s, int ply, int count, int by_history) {
+static int ordered(cs_search *s, int ply, int count, int near_leaves) {
     const cb_position *p = &s->stack[ply];
     cb_move *moves = s->moves[ply];
     double *keys = s->order;
@@ -413,8 +413,8 @@ static int ordered(cs_search *s, int ply, int count, int by_history) {
         first += keys[i] > 0.0;
     }
     sort_moves(moves, NULL, keys, count);
-    by_history = s->options.ordering == CS_ORDER_CAPTURES_HISTORY
-                 || (by_history && s->options.ordering != CS_ORDER_CAPTURES);
+    int by_history = s->options.ordering == CS_ORDER_CAPTURES_HISTORY
+                     || (near_leaves && s->options.ordering != CS_ORDER_CAPTURES);
     if (by_history) {
         const int64_t *history = s->history[p->turn];
         for (int i = first; i < count; i++) keys[i] = (double)history[CB_FROM(moves[i]) * 64 + CB_TO(moves[i])];

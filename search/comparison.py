@@ -457,7 +457,7 @@ class ComparisonSearch(Search):
         reducible = self.late_move_reductions and depth >= REDUCTION_MIN_DEPTH and not in_check
         prunable = self.late_move_pruning and ply > 0 and depth < len(LATE_MOVE_PRUNING_MOVES) and not in_check
         key = transposition_key(board)  # exact: hash() would merge positions (evaluators/cache.py)
-        ordered, ready = self._ordered(board, moves, key, ply, prunable and self.history_near_leaves)
+        ordered, ready = self._ordered(board, moves, key, ply, near_leaves=prunable and self.history_near_leaves)
         child_features: list[Optional[np.ndarray]] = [None] * len(ordered)
 
         def finish_order() -> None:
@@ -506,7 +506,7 @@ class ComparisonSearch(Search):
         return Leaf(leaf.features, 0, leaf.draw, (), 0, leaf.tablebase_ply)
 
     def _ordered(self, board: chess.Board, moves: list[chess.Move], key: Hashable, ply: int,
-                 by_history: bool = False) -> tuple[list[chess.Move], int]:
+                 near_leaves: bool = False) -> tuple[list[chess.Move], int]:
         """The moves best first, the first ``ready`` of them (the second value) in their final places.
 
         The stored best move comes first. ``captures+comparator`` and
@@ -517,7 +517,7 @@ class ComparisonSearch(Search):
         are probabilities (at most 1). ``captures`` leaves the other moves as
         generated, ``captures+history`` orders them at once by the history of
         cut-offs (highest first, ties as generated), as do the comparator's
-        orderings where ``by_history`` (HistoryNearLeaves, at the nodes that
+        orderings where ``near_leaves`` (HistoryNearLeaves, at the nodes that
         late-move pruning thins: the moves it skips then cost no features). The
         comparator orders the other moves (:meth:`_finish_order`) when the
         search gets to them, which a cut-off on one of the first often spares:
@@ -540,7 +540,7 @@ class ComparisonSearch(Search):
         order = sorted(range(len(moves)), key=keys.__getitem__, reverse=True)
         ordered = [moves[i] for i in order]
         ready = sum(1 for value in keys if value > 0)
-        by_history = ordering == "captures+history" or by_history and ordering != "captures"
+        by_history = ordering == "captures+history" or near_leaves and ordering != "captures"
         if by_history:
             history = self.history[board.turn]
             ordered[ready:] = sorted(ordered[ready:], key=lambda move: history[move.from_square * 64 + move.to_square],

@@ -102,9 +102,9 @@ def test_a_killer_from_one_sibling_is_tried_early_in_the_next():
         plain = search._ordered
 
         def spy(board: chess.Board, moves: list[chess.Move], key, ply: int,
-                by_history: bool = False) -> tuple[list[chess.Move], int]:
+                near_leaves: bool = False) -> tuple[list[chess.Move], int]:
             killer = search.killers.at(ply)[0]
-            order, ready = plain(board, moves, key, ply, by_history)
+            order, ready = plain(board, moves, key, ply, near_leaves)
             if killer in order[:ready] and not board.is_capture(killer):
                 captures = sum(1 for move in order[:ready] if board.is_capture(move))
                 early.append(order.index(killer) == captures)
