@@ -67,6 +67,9 @@ def cli(ctx: click.Context, evaluator: Optional[str], search: Optional[str], wei
 @backend_options
 @click.option("--nodes", type=click.IntRange(1), default=None,
               help="Nodes per position (default: the search's own, e.g. 800 for puct).")
+@click.option("--depth", type=click.IntRange(1, 64), default=None,
+              help="Search each position as `go depth` does instead of to a node count (for alpha-beta and "
+                   "comparison: the time to that depth).")
 @click.option("--all", "all_backends", is_flag=True,
               help="Bench every evaluator with its natural search, and material with puct.")
 @click.option("--threads", type=click.IntRange(1, MAX_THREADS), default=DEFAULT_THREADS, show_default=True,
@@ -77,7 +80,8 @@ def cli(ctx: click.Context, evaluator: Optional[str], search: Optional[str], wei
                    "repeatable.")
 @click.pass_context
 def bench(ctx: click.Context, evaluator: Optional[str], search: Optional[str], weights: Optional[str],
-          nodes: Optional[int], all_backends: bool, threads: int, settings: tuple[str, ...]) -> None:
+          nodes: Optional[int], depth: Optional[int], all_backends: bool, threads: int,
+          settings: tuple[str, ...]) -> None:
     """Search a fixed set of positions to a fixed node count; print total nodes, time and nps.
 
     --eval, --search and --weights may come before `bench` or after it. With a network it also prints the bare
@@ -95,7 +99,8 @@ def bench(ctx: click.Context, evaluator: Optional[str], search: Optional[str], w
              if all_backends else [(evaluator, search or ctx.obj["search"])])
     for evaluator, search in pairs:
         try:
-            run_bench(evaluator, search, weights or ctx.obj["weights"], nodes, threads=threads, options=options)
+            run_bench(evaluator, search, weights or ctx.obj["weights"], nodes, threads=threads, options=options,
+                      depth=depth)
         except OptionError as error:
             raise click.BadParameter(str(error), param_hint="--option") from None
 

@@ -54,12 +54,14 @@ DEFAULT_HASH_MB = next(option.default for option in ENGINE_OPTIONS if option.nam
 
 def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: Optional[str] = None,
               nodes: Optional[int] = None, out: Callable[[str], None] = print, threads: int = 1,
-              options: Optional[dict[str, str]] = None, stop: Optional[threading.Event] = None
-              ) -> tuple[int, float]:
+              options: Optional[dict[str, str]] = None, stop: Optional[threading.Event] = None,
+              depth: Optional[int] = None) -> tuple[int, float]:
     """Search every bench position; prints per-position lines and a summary; returns (nodes, seconds).
 
     ``options``: tuning options of the evaluator or search, UCI name to UCI value (as `setoption` has them).
     ``nodes``: per position; by default the search's ``BENCH_NODES`` (nodes are not comparable across searches).
+    ``depth``: instead of a node budget, each position searched as `go depth` does (for the deepening searches,
+    the time to a depth).
     ``stop``: set from another thread (the UCI `stop` or `quit` during a `bench`), it ends the bench at once,
     with a line that says so and no summary.
     """
@@ -78,12 +80,12 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
         value = option.parse(raw)
         if not evaluator.set_option(option.name, value):
             search.set_option(option.name, value)
-    budget = nodes or type(search).BENCH_NODES
+    budget = None if depth else nodes or type(search).BENCH_NODES
     total_nodes, total_time = 0, 0.0
     for index, fen in enumerate(BENCH_FENS, 1):
         search.new_game()
         evaluator.new_game()
-        control = SearchControl(max_nodes=budget, stop_event=stop)
+        control = SearchControl(max_nodes=budget, max_depth=depth, stop_event=stop)
         started = time.perf_counter()
         result = search.search(chess.Board(fen), control, lambda info: None)
         if stop.is_set():
@@ -120,7 +122,8 @@ def run_bench(evaluator_name: str, search_name: Optional[str] = None, weights: O
             out(f"info string comparator features/second {'with' if incremental else 'without'} incremental "
                 f"accumulator: {int(feature_rate(network, incremental))}")
     settings = "".join(f" {name} {raw}" for name, raw in (options or {}).items())
-    out(f"info string bench {evaluator_name}+{search_name} nodes-per-position {budget} threads {threads}{settings}" +
+    limit = f"depth {depth}" if depth else f"nodes-per-position {budget}"
+    out(f"info string bench {evaluator_name}+{search_name} {limit} threads {threads}{settings}" +
         (f" overlap {'on' if search.overlapping else 'off'}" if batches else ""))
     out("===========================")
     out(f"Total time (ms) : {int(total_time * 1000)}")

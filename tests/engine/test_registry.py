@@ -182,6 +182,11 @@ def test_an_evaluator_that_cannot_load_falls_back_to_material(driver, monkeypatc
 
 # ------------------------------------------------------------------ the command line
 
+def node_count(bench_output: str) -> int:
+    """The total of bench's summary."""
+    return int(re.search(r"Nodes searched\s*: (\d+)", bench_output).group(1))
+
+
 def test_command_line_conventions():
     runner = CliRunner()
     assert runner.invoke(cli, ["--version"]).output.strip().endswith(__version__)
@@ -191,6 +196,11 @@ def test_command_line_conventions():
     node_lines = [line for line in before.output.splitlines() if "bestmove" in line or "bench " in line]
     assert len(node_lines) == 13 and "pst+puct" in node_lines[-1]
     assert node_lines == [line for line in after.output.splitlines() if "bestmove" in line or "bench " in line]
+    shallow, deeper = (runner.invoke(cli, ["bench", "--eval", "material", "--depth", str(depth), "--threads", "1"])
+                       for depth in (1, 3))
+    assert shallow.exit_code == deeper.exit_code == 0, shallow.output + deeper.output
+    assert "material+alphabeta depth 3 threads 1" in deeper.output
+    assert node_count(shallow.output) < node_count(deeper.output)
     bench = cli.commands["bench"]
     assert next(param for param in bench.params if param.name == "threads").default == DEFAULT_THREADS
     for command in (cli, bench):
