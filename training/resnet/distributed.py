@@ -83,6 +83,16 @@ class Processes:
             return nn.SyncBatchNorm.convert_sync_batchnorm(model)
         return _whole_batch_norms(model)
 
+    def finish(self) -> None:
+        """Leave the process group together once the run is over: each process waits for the others (rank 0 writes
+        last) before it destroys its part, since Gloo can abort (SIGABRT) a process that tears down while a peer
+        still holds the connections. Only at the normal end: after a failure a barrier would wait on a process
+        stuck in a collective, and torchrun stops the others instead."""
+        if self.world == 1:
+            return
+        dist.barrier(device_ids=[self.device.index] if self.device.type == "cuda" else None)
+        _end()
+
     def wrap(self, model: nn.Module) -> nn.Module:
         """What the training steps call: ``model`` in DistributedDataParallel (one process: itself)."""
         if self.world == 1:

@@ -137,9 +137,16 @@ def train(config: TrainConfig, progress: bool = True) -> Path:
     mid-run (:func:`run_finished` false): run again with ``resume``. Under torchrun
     each process trains on its share of every batch (training.resnet.distributed).
     """
+    processes = distributed.start(config.device)
+    checkpoint_path = _train(config, processes, progress)
+    processes.finish()
+    return checkpoint_path
+
+
+def _train(config: TrainConfig, processes: distributed.Processes, progress: bool) -> Path:
+    """train()'s run in this process (``processes``: which of torchrun's, or the only one)."""
     started = time.time()
     torch.manual_seed(config.seed)
-    processes = distributed.start(config.device)
     distributed.check_batch(config.batch_size, processes)
     device = processes.device
     progress = progress and processes.writer
