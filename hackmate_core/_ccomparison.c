@@ -5,7 +5,8 @@
  *   prefers_first(first, second) compute what ComparatorEvaluator computes, bit for bit.
  * - Accumulator(network, state, chess960) follows moves with the incremental first layer (push, pop), as the
  *   search does: its features() are what the search sees.
- * - Searcher(network, best_moves, feature_megabytes) is search/comparison.py's search: start() sets the root,
+ * - Searcher(network, best_moves, feature_megabytes, transpositions) is search/comparison.py's search: start() sets
+ *   the root,
  *   each search(depth, ...) is one iteration. It holds the GIL and calls back into Python every
  *   CHECK_NODES_EVERY nodes (stopped(nodes)), which also lets other threads run, so a `stop` is answered within
  *   milliseconds. With threads=2 a second thread of its own, which never touches Python, searches
@@ -27,7 +28,7 @@
 /* The module's dotted name, which its types' names begin with (binding.h's HB_TYPE). */
 #define HB_MODULE "hackmate_core._ccomparison"
 /* Raised when a method changes, so that hackmate_core.compiled refuses a stale build. */
-#define API_VERSION 7
+#define API_VERSION 8
 /* The largest best-move table (entries) and features table (megabytes) asked for. */
 #define MAX_BEST_MOVES ((1LL << 31) - 1)
 #define MAX_FEATURE_MEGABYTES (1 << 20)
@@ -425,9 +426,13 @@ typedef struct {
 
 static PyTypeObject SearcherType;
 
-static int read_sizes(long long best_moves, double feature_megabytes) {
+static int read_sizes(long long best_moves, double feature_megabytes, long long transpositions) {
     if (best_moves < 1 || best_moves > MAX_BEST_MOVES) {
         PyErr_Format(PyExc_ValueError, "best_moves must be between 1 and %lld", (long long)MAX_BEST_MOVES);
+        return -1;
+    }
+    if (transpositions < 1 || transpositions > MAX_BEST_MOVES) {
+        PyErr_Format(PyExc_ValueError, "transpositions must be between 1 and %lld", (long long)MAX_BEST_MOVES);
         return -1;
     }
     if (!(feature_megabytes >= 0 && feature_megabytes <= MAX_FEATURE_MEGABYTES)) {
@@ -438,20 +443,21 @@ static int read_sizes(long long best_moves, double feature_megabytes) {
 }
 
 static PyObject *Searcher_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"network", "best_moves", "feature_megabytes", NULL};
+    static char *keywords[] = {"network", "best_moves", "feature_megabytes", "transpositions", NULL};
     PyObject *network;
-    long long best_moves;
+    long long best_moves, transpositions;
     double feature_megabytes;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OLd:Searcher", keywords, &network, &best_moves,
-                                     &feature_megabytes))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OLdL:Searcher", keywords, &network, &best_moves,
+                                     &feature_megabytes, &transpositions))
         return NULL;
     NetworkObject *net;
-    if (read_network(network, &net) < 0 || read_sizes(best_moves, feature_megabytes) < 0) return NULL;
+    if (read_network(network, &net) < 0 || read_sizes(best_moves, feature_megabytes, transpositions) < 0)
+        return NULL;
     SearcherObject *self = (SearcherObject *)type->tp_alloc(type, 0);
     if (!self) return NULL;
     self->network = (NetworkObject *)Py_NewRef(network);
     self->search = cs_create(&net->net, (int32_t)best_moves,
-                             cc_cache_slots(feature_megabytes, cc_feature_floats(&net->net)));
+                             cc_cache_slots(feature_megabytes, cc_feature_floats(&net->net)), (int32_t)transpositions);
     if (!self->search) {
         Py_DECREF(self);
         return PyErr_NoMemory();
@@ -517,7 +523,7 @@ static int prepare_helper(SearcherObject *self) {
         self->helper_outdated = 0;
     }
     if (self->helper) return 0;
-    self->helper = cs_create(s->net, s->best_moves.capacity, s->features.slots);
+    self->helper = cs_create(s->net, s->best_moves.capacity, s->features.slots, s->transpositions.capacity);
     if (!self->helper || cs_start(self->helper, &s->stack[0], s->keys, s->key_count) < 0) {
         cs_destroy(self->helper);
         self->helper = NULL;
@@ -533,11 +539,12 @@ static PyObject *Searcher_search(SearcherObject *self, PyObject *args, PyObject 
     int depth, threads = 1;
     cs_options options;
     PyObject *stopped, *probe;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i(pipppppppp)OO|i:search", keywords, &depth,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i(pippppppppp)OO|i:search", keywords, &depth,
                                      &options.quiescence, &options.ordering, &options.hash_move,
                                      &options.check_extension, &options.late_move_reductions, &options.killer_moves,
                                      &options.null_move, &options.deeper_reductions, &options.late_move_pruning,
-                                     &options.history_near_leaves, &stopped, &probe, &threads))
+                                     &options.history_near_leaves, &options.transposition_table, &stopped, &probe,
+                                     &threads))
         return NULL;
     if (depth < 1 || depth > CS_MAX_PLY) {
         PyErr_Format(PyExc_ValueError, "depth must be between 1 and %d", CS_MAX_PLY);
@@ -588,13 +595,16 @@ static void forget_helper(SearcherObject *self) {
 }
 
 static PyObject *Searcher_resize(SearcherObject *self, PyObject *args) {
-    long long best_moves;
+    long long best_moves, transpositions;
     double feature_megabytes;
-    if (!PyArg_ParseTuple(args, "Ld:resize", &best_moves, &feature_megabytes)) return NULL;
-    if (read_sizes(best_moves, feature_megabytes) < 0) return NULL;
-    /* safe mid-search (from a callback): the search keeps no pointer into either table across calls */
+    if (!PyArg_ParseTuple(args, "LdL:resize", &best_moves, &feature_megabytes, &transpositions)) return NULL;
+    if (read_sizes(best_moves, feature_megabytes, transpositions) < 0) return NULL;
+    /* safe mid-search (from a callback): the search keeps no pointer into a table across calls (the leaf a
+     * transposition gave is copied by its parent before the search can call back) */
     cs_search *s = self->search;
-    if (cs_lru_resize(&s->best_moves, (int32_t)best_moves) < 0) return PyErr_NoMemory();
+    if (cs_lru_resize(&s->best_moves, (int32_t)best_moves) < 0
+        || cs_transpositions_resize(s, (int32_t)transpositions) < 0)
+        return PyErr_NoMemory();
     forget_helper(self);
     uint64_t slots = cc_cache_slots(feature_megabytes, s->size);
     if (slots != s->features.slots) {
@@ -607,6 +617,7 @@ static PyObject *Searcher_resize(SearcherObject *self, PyObject *args) {
 static PyObject *Searcher_clear(SearcherObject *self, PyObject *unused) {
     forget_helper(self);
     cs_lru_clear(&self->search->best_moves);
+    cs_lru_clear(&self->search->transpositions);
     cc_cache_clear(&self->search->features);
     Py_RETURN_NONE;
 }
@@ -648,14 +659,16 @@ static PyMethodDef Searcher_methods[] = {
               "mate_ply, draw, tablebase_ply, features bytes or None, pv codes), or None when stopped(nodes) said so. "
               "options: (quiescence, ordering 0-3 as MoveOrdering's choices, hash_move, check_extension, "
               "late_move_reductions, killer_moves, null_move, deeper_reductions, late_move_pruning, "
-              "history_near_leaves); probe(state) -> +1 / 0 / -1 / None: a tablebase result, or None for no "
+              "history_near_leaves, transposition_table); probe(state) -> +1 / 0 / -1 / None: a tablebase result, or None for no "
               "tables; threads: 2 or more searches the root's moves on two threads where this build can (SPLIT), "
               "one otherwise."),
     HB_METHOD("root_best", Searcher_root_best, METH_NOARGS,
               "root_best(): the last iteration's best leaf so far (a stopped one's too), or None."),
     HB_METHOD("resize", Searcher_resize, METH_VARARGS,
-              "resize(best_moves, feature_megabytes): the tables' new sizes (the best-move table keeps its newest)."),
-    HB_METHOD("clear", Searcher_clear, METH_NOARGS, "clear(): empty the best-move and features tables."),
+              "resize(best_moves, feature_megabytes, transpositions): the tables' new sizes (the best-move table "
+              "keeps its newest, the transposition table starts empty)."),
+    HB_METHOD("clear", Searcher_clear, METH_NOARGS,
+              "clear(): empty the best-move, transposition and features tables."),
     HB_METHOD("hashfull", Searcher_hashfull, METH_NOARGS,
               "hashfull(): permille of the features table in use (its first 1000 slots)."),
     HB_END,
@@ -672,8 +685,9 @@ static PyGetSetDef Searcher_getset[] = {
 };
 
 HB_TYPE(Searcher,
-        "Searcher(network, best_moves, feature_megabytes): search/comparison.py's search in C, with a "
-        "best-move table of that many entries and a features table of that many megabytes.",
+        "Searcher(network, best_moves, feature_megabytes, transpositions): search/comparison.py's search in C, "
+        "with a best-move table of that many entries, a features table of that many megabytes and a transposition "
+        "table of that many entries.",
         Searcher_new, Searcher_dealloc, Searcher_methods, Searcher_getset);
 
 /* ------------------------------------------------------------------ the module */

@@ -85,22 +85,21 @@ static void lru_unindex(cs_lru *lru, uint64_t slot) {
     lru->index[slot] = 0;
 }
 
-cb_move cs_lru_get(cs_lru *lru, uint64_t key) {
+int32_t cs_lru_find(cs_lru *lru, uint64_t key) {
     int32_t found = lru->index[lru_slot(lru, key)] - 1;
-    if (found < 0) return 0;
+    if (found < 0) return -1;
     lru_unlink(lru, found);
     lru_link_newest(lru, found);
-    return lru->entries[found].move;
+    return found;
 }
 
-void cs_lru_put(cs_lru *lru, uint64_t key, cb_move move) {
+int32_t cs_lru_insert(cs_lru *lru, uint64_t key) {
     uint64_t slot = lru_slot(lru, key);
     int32_t entry = lru->index[slot] - 1;
     if (entry >= 0) {
-        lru->entries[entry].move = move;
         lru_unlink(lru, entry);
         lru_link_newest(lru, entry);
-        return;
+        return entry;
     }
     if (lru->count < lru->capacity) {
         entry = lru->count++;
@@ -111,9 +110,18 @@ void cs_lru_put(cs_lru *lru, uint64_t key, cb_move move) {
         slot = lru_slot(lru, key);
     }
     lru->entries[entry].key = key;
-    lru->entries[entry].move = move;
     lru->index[slot] = entry + 1;
     lru_link_newest(lru, entry);
+    return entry;
+}
+
+cb_move cs_lru_get(cs_lru *lru, uint64_t key) {
+    int32_t found = cs_lru_find(lru, key);
+    return found < 0 ? 0 : lru->entries[found].move;
+}
+
+void cs_lru_put(cs_lru *lru, uint64_t key, cb_move move) {
+    lru->entries[cs_lru_insert(lru, key)].move = move;
 }
 
 int cs_lru_resize(cs_lru *lru, int32_t capacity) {
@@ -544,6 +552,46 @@ static int null_move(cs_search *s, int depth, int ply, int in_check, const cs_le
     return 1;
 }
 
+/* ComparisonSearch._transposition: 1 with the stored leaf of the position at ply in *out when it was searched at
+ * least depth deep and decides this node (an exact leaf, or a bound beyond alpha or beta on its side), else 0. The
+ * leaf's features and line stay in the table until the next store, so the parent keeps a copy at once. */
+static int transposition(cs_search *s, int depth, int ply, const cs_leaf *alpha, const cs_leaf *beta, cs_leaf *out) {
+    int32_t entry = cs_lru_find(&s->transpositions, s->stack[ply].key);
+    if (entry < 0) return 0;
+    const cs_transposition *stored = &s->transposition[entry];
+    if (stored->depth < depth) return 0;
+    cs_leaf leaf = NO_LEAF;
+    leaf.features = s->transposition_features + (size_t)entry * (size_t)s->size;
+    leaf.pv = stored->pv;
+    leaf.pv_length = stored->pv_length;
+    int white = s->stack[ply].turn == CB_WHITE;
+    if (stored->kind == CS_LOWER && (white ? white_prefers(s, beta, &leaf) : white_prefers(s, &leaf, alpha)))
+        return 0;
+    if (stored->kind == CS_UPPER && (white ? white_prefers(s, &leaf, alpha) : white_prefers(s, beta, &leaf)))
+        return 0;
+    *out = leaf;
+    return 1;
+}
+
+/* ComparisonSearch._store_transposition: the best leaf of the position at ply searched depth deep between alpha
+ * and beta, when it is a position's (mates and tablebase results count plies from the root, draws may come from
+ * the path). */
+static void store_transposition(cs_search *s, int depth, int ply, const cs_leaf *alpha, const cs_leaf *beta,
+                                const cs_leaf *best) {
+    if (!best->features || best->bound) return;
+    int white = s->stack[ply].turn == CB_WHITE, kind = CS_EXACT;
+    if (!narrow(s, white, best, alpha, beta)) kind = CS_UPPER;
+    else if (white ? !white_prefers(s, beta, best) : !white_prefers(s, best, alpha)) kind = CS_LOWER;
+    int32_t entry = cs_lru_insert(&s->transpositions, s->stack[ply].key);
+    cs_transposition *stored = &s->transposition[entry];
+    stored->depth = depth;
+    stored->kind = kind;
+    stored->pv_length = best->pv_length < CS_TRANSPOSITION_PV ? best->pv_length : CS_TRANSPOSITION_PV;
+    memcpy(stored->pv, best->pv, (size_t)stored->pv_length * sizeof(cb_move));
+    memcpy(s->transposition_features + (size_t)entry * (size_t)s->size, best->features,
+           (size_t)s->size * sizeof(float));
+}
+
 /* ComparisonSearch._alphabeta: 0 with the best leaf in *out, or 1 when stopped. */
 static int alphabeta(cs_search *s, int depth, int ply, const cs_leaf *alpha, const cs_leaf *beta,
                      const float *features, cs_leaf *out) {
@@ -561,6 +609,8 @@ static int alphabeta(cs_search *s, int depth, int ply, const cs_leaf *alpha, con
     if (ended) return ended < 0;
     int in_check = cb_checkers(p) != 0;
     if (in_check && s->options.check_extension && ply > 0 && ply + depth < 2 * s->iteration_depth) depth++;
+    int transpose = s->options.transposition_table && ply > 0;
+    if (transpose && transposition(s, depth, ply, alpha, beta, out)) return 0;
     if (s->options.null_move) {
         int passed = null_move(s, depth, ply, in_check, alpha, beta, out);
         if (passed) return passed < 0;
@@ -575,6 +625,7 @@ static int alphabeta(cs_search *s, int depth, int ply, const cs_leaf *alpha, con
     s->arena_top = arena_top;
     if (stopped) return 1;
     if (out->pv_length) cs_lru_put(&s->best_moves, p->key, out->pv[0]);
+    if (transpose) store_transposition(s, depth, ply, alpha, beta, out);
     return 0;
 }
 
@@ -632,7 +683,7 @@ static int quiescence(cs_search *s, int ply, int qply, const cs_leaf *alpha, con
 
 /* ------------------------------------------------------------------ the searcher */
 
-cs_search *cs_create(const cc_network *net, int32_t best_moves, uint64_t feature_slots) {
+cs_search *cs_create(const cc_network *net, int32_t best_moves, uint64_t feature_slots, int32_t transpositions) {
     cs_search *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->net = net;
@@ -645,7 +696,8 @@ cs_search *cs_create(const cc_network *net, int32_t best_moves, uint64_t feature
     s->accumulators = s->arena ? malloc((size_t)CS_PLIES * (size_t)net->width * sizeof(int64_t)) : NULL;
     s->batch_accumulators = s->accumulators ? malloc((size_t)CC_BATCH * (size_t)net->width * sizeof(int64_t)) : NULL;
     if (!s->batch_accumulators || cc_workspace_init(&s->work, net) < 0
-        || cs_lru_init(&s->best_moves, best_moves) < 0) {
+        || cs_lru_init(&s->best_moves, best_moves) < 0 || cs_transpositions_resize(s, transpositions) < 0) {
+        cs_lru_free(&s->best_moves);
         cc_workspace_free(&s->work);
         free(block);
         free(s->arena);
@@ -685,7 +737,29 @@ void cs_destroy(cs_search *s) {
     free(s->keys);
     cc_cache_free(&s->features);
     cs_lru_free(&s->best_moves);
+    cs_lru_free(&s->transpositions);
+    free(s->transposition);
+    free(s->transposition_features);
     free(s);
+}
+
+int cs_transpositions_resize(cs_search *s, int32_t capacity) {
+    cs_lru table;
+    cs_transposition *entries = malloc((size_t)capacity * sizeof *entries);
+    /* untouched memory costs nothing: a large table takes only what the search fills */
+    float *features = entries ? malloc((size_t)capacity * (size_t)s->size * sizeof(float)) : NULL;
+    if (!features || cs_lru_init(&table, capacity) < 0) {
+        free(entries);
+        free(features);
+        return -1;
+    }
+    cs_lru_free(&s->transpositions);
+    free(s->transposition);
+    free(s->transposition_features);
+    s->transpositions = table;
+    s->transposition = entries;
+    s->transposition_features = features;
+    return 0;
 }
 
 int cs_start(cs_search *s, const cb_position *root, const uint64_t *keys, int count) {

@@ -6,7 +6,8 @@
  * the same rules; the move ordering of each MoveOrdering (the best-move table first, captures that keep
  * material by static exchange, the killer moves, the comparator's preference for each child over the position or
  * the history of cut-offs, stable sorts), with the killers and the history kept alike;
- * the best-move table itself with the LRU policy of hackmate_core.lru and its capacity; check extension,
+ * the best-move table itself with the LRU policy of hackmate_core.lru and its capacity; the transposition table
+ * (the same policy, the same capacity); check extension,
  * late-move reductions and pruning, null-move pruning, capture quiescence, the repetition policy of the compiled
  * board, the node count and where `stop` is asked. Python keeps iterative deepening, the stoppers and the reports;
  * it is asked through two callbacks: every CS_CHECK_NODES_EVERY nodes whether to stop, and for tablebase results.
@@ -50,7 +51,7 @@ enum {
 /* The search's UCI options (search/comparison.py's OPTIONS): each a switch but ordering, a CS_ORDER_* value. */
 typedef struct {
     int quiescence, ordering, hash_move, check_extension, late_move_reductions, killer_moves, null_move,
-        deeper_reductions, late_move_pruning, history_near_leaves;
+        deeper_reductions, late_move_pruning, history_near_leaves, transposition_table;
 } cs_options;
 
 /* Where a leaf kept by a node lives: its features and its line. */
@@ -87,6 +88,11 @@ typedef struct {
 
 /* 0, or -1 out of memory (the table is then left as it was). */
 int cs_lru_init(cs_lru *lru, int32_t capacity);
+/* The entry of key (then the most recent), or -1. */
+int32_t cs_lru_find(cs_lru *lru, uint64_t key);
+/* The entry of key, made the most recent: a new one (the least recent evicted beyond the capacity, its entry
+ * reused) when key has none. */
+int32_t cs_lru_insert(cs_lru *lru, uint64_t key);
 void cs_lru_free(cs_lru *lru);
 void cs_lru_clear(cs_lru *lru);
 /* A new capacity, keeping the most recent entries in their order; 0, or -1 out of memory (unchanged). */
@@ -96,11 +102,26 @@ cb_move cs_lru_get(cs_lru *lru, uint64_t key);
 /* Store move for key as the most recent, the least recent evicted beyond the capacity. */
 void cs_lru_put(cs_lru *lru, uint64_t key, cb_move move);
 
+/* search/comparison.py's TRANSPOSITION_PV: the moves of a line a transposition keeps. */
+#define CS_TRANSPOSITION_PV 12
+/* How a node's best leaf compares with the node's bounds (search/comparison.py's EXACT, LOWER, UPPER). */
+enum { CS_EXACT = 1, CS_LOWER = 2, CS_UPPER = 3 };
+
+/* A transposition table entry but the leaf's features (search/comparison.py's Transposition). */
+typedef struct {
+    int depth, kind, pv_length;
+    cb_move pv[CS_TRANSPOSITION_PV];
+} cs_transposition;
+
 typedef struct {
     const cc_network *net;
     int size;                            /* floats a position's features take (cc_feature_floats) */
     cc_cache features;
     cs_lru best_moves;
+    /* the transposition table: the LRU of keys, and by its entry each one's transposition and leaf's features */
+    cs_lru transpositions;
+    cs_transposition *transposition;     /* [transpositions.capacity] */
+    float *transposition_features;       /* [transpositions.capacity][size] */
     cs_options options;                  /* read at each iteration */
     int iteration_depth;
     /* ComparisonSearch.killers and .history: per ply the last two quiet moves that cut off there (newest first,
@@ -142,9 +163,11 @@ typedef struct {
     cb_hooks hooks;
 } cs_search;
 
-/* A search over net with tables of these sizes: NULL out of memory. */
-cs_search *cs_create(const cc_network *net, int32_t best_moves, uint64_t feature_slots);
+/* A search over net with tables of these sizes (entries, slots, entries): NULL out of memory. */
+cs_search *cs_create(const cc_network *net, int32_t best_moves, uint64_t feature_slots, int32_t transpositions);
 void cs_destroy(cs_search *search);
+/* An empty transposition table of capacity entries: 0, or -1 out of memory (the table is then left as it was). */
+int cs_transpositions_resize(cs_search *search, int32_t capacity);
 /* A new root (an accepted position) and the transposition keys of the game's positions before it (count,
  * oldest first), the killers and the history cleared: 0, or -1 out of memory. */
 int cs_start(cs_search *search, const cb_position *root, const uint64_t *keys, int count);

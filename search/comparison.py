@@ -89,6 +89,15 @@ BEST_MOVE_BYTES = 500
 #: and costs more than its extra hits save.
 FEATURE_SHARE = 1 / 3
 FEATURE_TABLE_MB = 8
+#: The transposition table (TranspositionTable) takes this share of Hash, at about TRANSPOSITION_BYTES an entry (the
+#: leaf's features, its line), and keeps the first TRANSPOSITION_PV moves of each line.
+TRANSPOSITION_SHARE = 1 / 2
+TRANSPOSITION_BYTES = 1024
+TRANSPOSITION_PV = 12
+#: How a node's best leaf compares with the node's bounds: within them (EXACT), at least as good for the side to
+#: move as its opponent's bound, which cut the node (LOWER: the node is worth at least that), or no better than
+#: its own (UPPER: at most that).
+EXACT, LOWER, UPPER = 1, 2, 3
 
 #: A child searched with these bounds (alpha_pos, beta_pos) and remaining depth.
 ChildSearch = Callable[["Leaf", "Leaf", Optional[np.ndarray], int], "Leaf"]
@@ -139,6 +148,8 @@ class ComparisonSearch(Search):
                help="try early quiet moves that cut off at the same ply"),
         Option("NullMove", "check", True, attribute="null_move",
                help="skip moves where passing fails high"),
+        Option("TranspositionTable", "check", True, attribute="transposition_table",
+               help="reuse the best leaf of a position searched as deep before (half of Hash)"),
     )
 
     def __init__(self, comparator: Comparator) -> None:
@@ -150,6 +161,8 @@ class ComparisonSearch(Search):
         self.root_first: Optional[chess.Move] = None
         self.root_best: Optional[Leaf] = None
         self.best_moves = LruCache(self.hash_mb, BEST_MOVE_BYTES)
+        #: Transposition keys to (depth, EXACT / LOWER / UPPER, the best leaf's features and line).
+        self.transpositions = LruCache(self.hash_mb * TRANSPOSITION_SHARE, TRANSPOSITION_BYTES)
         #: The root moves the search may play (searchmoves, tablebases), None for all.
         self.root_allowed: Optional[set[chess.Move]] = None
         #: The compiled board following the searched python-chess board, None on the pure-Python path.
@@ -172,11 +185,14 @@ class ComparisonSearch(Search):
     def set_hash(self, megabytes: float) -> None:
         super().set_hash(megabytes)
         self.best_moves.resize(megabytes)
+        self.transpositions.resize(megabytes * TRANSPOSITION_SHARE)
+        self.transpositions.clear()  # as the compiled table: a new size starts empty
         if self.searcher is not None:
-            self.searcher.resize(self.best_moves.capacity, self._feature_table_mb())
+            self.searcher.resize(self.best_moves.capacity, self._feature_table_mb(), self.transpositions.capacity)
 
     def new_game(self) -> None:
         self.best_moves.clear()
+        self.transpositions.clear()
         if self.searcher is not None:
             self.searcher.clear()
 
@@ -291,7 +307,7 @@ class ComparisonSearch(Search):
             return None
         if self.searcher is None or self.searcher.network is not network:
             self.searcher = compiled.ccomparison.Searcher(network, self.best_moves.capacity,
-                                                          self._feature_table_mb())
+                                                          self._feature_table_mb(), self.transpositions.capacity)
         tablebase = self.tablebase
         self.searcher.start(root.state(), root.chess960, self._history_keys(root),
                             None if self.root_allowed is None else [move_code(move) for move in moves],
@@ -322,7 +338,7 @@ class ComparisonSearch(Search):
         """One iteration in C at ``depth``, with the options as they are now."""
         options = (self.quiescence, ORDERINGS.index(self.move_ordering), self.hash_move, self.check_extension,
                    self.late_move_reductions, self.killer_moves, self.null_move, self.deeper_reductions,
-                   self.late_move_pruning, self.history_near_leaves)
+                   self.late_move_pruning, self.history_near_leaves, self.transposition_table)
         tablebase = self.tablebase
         try:
             result = searcher.search(depth, options, self.control.stopped,
@@ -450,13 +466,18 @@ class ComparisonSearch(Search):
         in_check = self._in_check(board)
         if in_check and self.check_extension and ply > 0 and ply + depth < 2 * self.iteration_depth:
             depth += 1
+        key = transposition_key(board)  # exact: hash() would merge positions (evaluators/cache.py)
+        transpose = self.transposition_table and ply > 0
+        if transpose:
+            stored = self._transposition(key, depth, board.turn == chess.WHITE, alpha, beta)
+            if stored is not None:
+                return stored
         if self.null_move:
             passed = self._null_move(board, depth, ply, in_check, alpha, beta)
             if passed is not None:
                 return passed
         reducible = self.late_move_reductions and depth >= REDUCTION_MIN_DEPTH and not in_check
         prunable = self.late_move_pruning and ply > 0 and depth < len(LATE_MOVE_PRUNING_MOVES) and not in_check
-        key = transposition_key(board)  # exact: hash() would merge positions (evaluators/cache.py)
         ordered, ready = self._ordered(board, moves, key, ply, near_leaves=prunable and self.history_near_leaves)
         child_features: list[Optional[np.ndarray]] = [None] * len(ordered)
 
@@ -469,7 +490,38 @@ class ComparisonSearch(Search):
                             prune_from=LATE_MOVE_PRUNING_MOVES[depth] if prunable else 0)
         if best.pv:
             self.best_moves.put(key, best.pv[0])
+        if transpose:
+            self._store_transposition(key, depth, board.turn == chess.WHITE, alpha, beta, best)
         return best
+
+    def _transposition(self, key: Hashable, depth: int, white: bool, alpha: Leaf, beta: Leaf) -> Optional[Leaf]:
+        """The stored best leaf of this position (TranspositionTable) when it was searched at least ``depth``
+        deep and decides the node: an exact leaf, or a bound beyond alpha_pos or beta_pos on its side (a LOWER
+        leaf the opponent's bound does not beat cuts the node, as in :meth:`_expand`; an UPPER leaf no better
+        than the side's own bound fails low). Else None, and the node is searched."""
+        stored = self.transpositions.get(key)
+        if stored is None or stored[0] < depth:
+            return None
+        kind, leaf = stored[1], stored[2]
+        if kind == LOWER and (self.white_prefers(beta, leaf) if white else self.white_prefers(leaf, alpha)):
+            return None
+        if kind == UPPER and (self.white_prefers(leaf, alpha) if white else self.white_prefers(beta, leaf)):
+            return None
+        return leaf
+
+    def _store_transposition(self, key: Hashable, depth: int, white: bool, alpha: Leaf, beta: Leaf,
+                             best: Leaf) -> None:
+        """Keep ``best``, the node's best leaf searched ``depth`` deep between ``alpha`` and ``beta``, with how it
+        compares with them, when it is a position (mates and tablebase results count plies from the root, and a
+        draw may come from the path: a repetition)."""
+        if best.features is None or best.bound:
+            return
+        kind = EXACT
+        if not self._narrow(white, best, alpha, beta):
+            kind = UPPER
+        elif not (self.white_prefers(beta, best) if white else self.white_prefers(best, alpha)):
+            kind = LOWER
+        self.transpositions.put(key, (depth, kind, Leaf(best.features, pv=best.pv[:TRANSPOSITION_PV])))
 
     def _null_move(self, board: chess.Board, depth: int, ply: int, in_check: bool, alpha: Leaf,
                    beta: Leaf) -> Optional[Leaf]:

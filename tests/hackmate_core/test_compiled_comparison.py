@@ -155,16 +155,16 @@ def search_lines(network, monkeypatch, board: chess.Board, path: str, options: d
 @needs_compiled
 @pytest.mark.parametrize("options", [{}, {"KillerMoves": False}, {"MoveOrdering": "captures+history"},
                                      {"NullMove": False}, {"DeeperReductions": False}, {"LateMovePruning": False},
-                                     {"HistoryNearLeaves": False}],
+                                     {"HistoryNearLeaves": False}, {"TranspositionTable": False}],
                          ids=["defaults", "no-killers", "history", "no-null-move", "no-deeper-reductions",
-                              "no-late-move-pruning", "no-history-near-leaves"])
+                              "no-late-move-pruning", "no-history-near-leaves", "no-transposition-table"])
 @pytest.mark.parametrize("fen", BENCH_FENS)
 def test_both_paths_search_the_bench_positions_alike_to_depth_4(network, monkeypatch, fen, options):
     """Depth 4 reports depths 1 to 4 on the way: each iteration's nodes, score and line must be equal, with the
     killers (kept across iterations) and the history of cut-offs as well as without, and with null moves (the
     default) as well as without, with the latest quiet moves reduced one ply, not two (the default), with
-    the latest quiet moves near the leaves searched, not pruned (the default), and with the comparator ordering
-    the moves there, not the history (the default)."""
+    the latest quiet moves near the leaves searched, not pruned (the default), with the comparator ordering
+    the moves there, not the history (the default), and without the transposition table."""
     lines = search_lines(network, monkeypatch, chess.Board(fen), "compiled", options, max_depth=4)
     assert [info[0] for info in lines[3:]] == [1, 2, 3, 4]
     assert search_lines(network, monkeypatch, chess.Board(fen), "board", options, max_depth=4) == lines
@@ -192,7 +192,7 @@ def test_every_path_searches_the_rules_positions_alike(network, monkeypatch, fen
                                      {"HashMove": False}, {"CheckExtension": False},
                                      {"LateMoveReductions": False}, {"IncrementalAccumulator": False},
                                      {"NullMove": False}, {"DeeperReductions": False}, {"LateMovePruning": False},
-                                     {"HistoryNearLeaves": False}])
+                                     {"HistoryNearLeaves": False}, {"TranspositionTable": False}])
 def test_both_paths_honour_every_option_alike(network, monkeypatch, options):
     board = chess.Board(BENCH_FENS[1])
     lines = search_lines(network, monkeypatch, board, "compiled", options, max_depth=3)
@@ -201,7 +201,8 @@ def test_both_paths_honour_every_option_alike(network, monkeypatch, options):
 
 @needs_compiled
 def test_both_paths_evict_from_a_full_best_move_table_alike(network, monkeypatch):
-    """A tiny Hash: the best-move table (64 entries) evicts throughout, least recently used first, on both."""
+    """A tiny Hash: the best-move and transposition tables (64 entries each) evict throughout, least recently used
+    first, on both."""
     board = chess.Board(BENCH_FENS[7])
     lines = search_lines(network, monkeypatch, board, "compiled", hash_mb=0.001, max_depth=4)
     assert search_lines(network, monkeypatch, board, "board", hash_mb=0.001, max_depth=4) == lines
@@ -211,7 +212,8 @@ def test_both_paths_evict_from_a_full_best_move_table_alike(network, monkeypatch
 @pytest.mark.parametrize("ordering", ["captures+comparator", "captures+history"])
 def test_both_paths_keep_and_shrink_the_best_move_table_alike(network, monkeypatch, ordering):
     """The table outlives a search: the next one (another position, the same game) starts from it, after Hash
-    shrank it to its 64 most recent entries; the killers and the history start anew with each search."""
+    shrank it to its 64 most recent entries (and emptied the transposition table); the killers and the history
+    start anew with each search."""
     def two_searches(path: str) -> list:
         with monkeypatch.context() as patch:
             network.new_game()
@@ -226,6 +228,29 @@ def test_both_paths_keep_and_shrink_the_best_move_table_alike(network, monkeypat
             result = search.search(board, SearchControl(max_depth=4), lambda info: None)
             return [result.best_move, search.nodes]
     assert two_searches("compiled") == two_searches("board")
+
+
+@needs_compiled
+def test_both_paths_start_from_the_last_search_s_transpositions_alike(network, monkeypatch):
+    """The transposition table outlives a search: after a move and its answer the next search finds the last one's
+    deeper results (fewer nodes than from an empty table), on both paths alike."""
+    def searches(path: str, keep: bool) -> list:
+        with monkeypatch.context() as patch:
+            network.new_game()
+            search = ComparisonSearch(network)
+            if path == "board":
+                patch.setattr(search, "_compiled_network", lambda: None)
+            board = chess.Board(BENCH_FENS[4])
+            result = search.search(board, SearchControl(max_depth=5), lambda info: None)
+            board.push(result.best_move)
+            board.push(result.ponder_move)
+            if not keep:
+                search.new_game()
+            result = search.search(board, SearchControl(max_depth=4), lambda info: None)
+            return [result.best_move, search.nodes]
+    kept = searches("compiled", True)
+    assert searches("board", True) == kept
+    assert kept[1] < searches("compiled", False)[1]
 
 
 @needs_compiled
@@ -272,7 +297,8 @@ def test_a_fuzzed_exchange_stays_clean_on_the_compiled_path(lenient, monkeypatch
                     "HashMove": ["true", "false"], "CheckExtension": ["true", "false"],
                     "LateMoveReductions": ["true", "false"], "KillerMoves": ["true", "false"],
                     "NullMove": ["true", "false", "maybe"], "DeeperReductions": ["true", "false"],
-                    "LateMovePruning": ["true", "false"], "HistoryNearLeaves": ["true", "false"]})
+                    "LateMovePruning": ["true", "false"], "HistoryNearLeaves": ["true", "false"],
+                    "TranspositionTable": ["true", "false"]})
     monkeypatch.setattr(fuzz, "OPTIONS", options)
     rng = random.Random(fuzz.SEED)
     driver = Driver("--eval", "comparator", "--search", "comparison")
@@ -381,7 +407,7 @@ def test_two_threads_survive_the_tables_resized_and_cleared_mid_search(network):
         nonlocal calls
         calls += 1
         if calls % 50 == 0:
-            search.searcher.resize(1000 + calls, 1.0)
+            search.searcher.resize(1000 + calls, 1.0, 500 + calls)
         if calls % 70 == 0:
             search.searcher.clear()
         return False

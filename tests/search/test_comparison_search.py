@@ -19,7 +19,8 @@ from evaluators.base import LoadError, unwrap
 from evaluators.comparator import ComparatorEvaluator
 from hackmate_weights import WEIGHTS_DIR
 from search.base import SearchControl, SearchInfo
-from search.comparison import LATE_MOVE_PRUNING_MOVES, ComparisonSearch, Leaf
+from search.comparison import (EXACT, LATE_MOVE_PRUNING_MOVES, LOWER, TRANSPOSITION_PV, UPPER, ComparisonSearch,
+                               Leaf)
 from hackmate_core import compiled
 from hackmate_core.boards import transposition_key
 from tests.search.test_comparison_quiescence import POISONED, MaterialComparator
@@ -150,13 +151,15 @@ def test_history_ordering_changes_the_search():
 
 @pytest.mark.parametrize("ordering", ["captures+comparator", "captures+history"])
 def test_each_search_starts_without_killers_or_history(ordering):
-    """Another position's cut-offs leave the next search as a new one would find it (no best-move table)."""
+    """Another position's cut-offs leave the next search as a new one would find it (no best-move or transposition
+    table)."""
     def nodes(search: ComparisonSearch, fen: str) -> int:
         search.search(chess.Board(fen), SearchControl(max_depth=3), lambda info: None)
         return search.nodes
     search = ComparisonSearch(MaterialComparator())
     search.set_option("MoveOrdering", ordering)
     search.set_option("HashMove", False)
+    search.set_option("TranspositionTable", False)
     first = nodes(search, KNIGHTS)
     nodes(search, "4k3/pp3ppp/8/3n4/8/2N5/PP3PPP/4K3 w - - 0 1")
     assert nodes(search, KNIGHTS) == first
@@ -174,6 +177,66 @@ def test_the_best_move_table_is_filled_and_read():
     assert ordered(search, board)[0] != stored
     search.new_game()
     assert search.best_moves.get(transposition_key(board)) is None
+
+
+@pytest.mark.parametrize("white", [True, False])
+def test_a_transposition_decides_a_node_only_when_deep_enough_and_beyond_the_bound_on_its_side(white):
+    """For the side to move between alpha_pos 100 and beta_pos 300 (White's material): an exact leaf decides the
+    node; a lower bound (the side has at least that) only at or beyond the opponent's bound, an upper bound (at most
+    that) only at or behind the side's own; never a leaf searched shallower than the node is to be."""
+    search = ComparisonSearch(MaterialComparator())
+    alpha, beta = Leaf(100.0), Leaf(300.0)
+    ahead, within, behind = (400.0, 200.0, 50.0) if white else (50.0, 200.0, 400.0)  # for the side to move
+    theirs, own = (300.0, 100.0) if white else (100.0, 300.0)  # the opponent's bound and the side's
+
+    def decides(kind: int, value: float, depth: int = 3) -> bool:
+        search.transpositions.put("key", (depth, kind, Leaf(value, pv=(chess.Move.from_uci("e2e4"),))))
+        found = search._transposition("key", 3, white, alpha, beta)
+        assert found is None or (found.features, found.pv) == (value, (chess.Move.from_uci("e2e4"),))
+        return found is not None
+
+    assert decides(EXACT, within) and decides(EXACT, within, depth=4) and not decides(EXACT, within, depth=2)
+    assert decides(LOWER, ahead) and decides(LOWER, theirs) and not decides(LOWER, within)
+    assert decides(UPPER, behind) and decides(UPPER, own) and not decides(UPPER, within)
+    assert search._transposition("another key", 3, white, alpha, beta) is None
+
+
+@pytest.mark.parametrize("white", [True, False])
+def test_a_node_s_best_leaf_is_stored_with_how_it_compares_with_the_node_s_bounds(white):
+    """Within the bounds: exact; at or beyond the opponent's: lower (the node was cut); at or behind the side's
+    own: upper (no move raised it). Mates, draws and tablebase results are not stored: their plies count from the
+    root, and a draw may come from the path."""
+    search = ComparisonSearch(MaterialComparator())
+    alpha, beta = Leaf(100.0), Leaf(300.0)
+    ahead, behind = (400.0, 50.0) if white else (50.0, 400.0)
+    line = tuple(chess.Move.from_uci(uci) for uci in ["e2e4", "e7e5"] * 8)
+    for value, kind in ((200.0, EXACT), (ahead, LOWER), (300.0 if white else 100.0, LOWER), (behind, UPPER),
+                        (100.0 if white else 300.0, UPPER)):
+        search._store_transposition("key", 5, white, alpha, beta, Leaf(value, pv=line))
+        depth, stored_kind, leaf = search.transpositions.get("key")
+        assert (depth, stored_kind, leaf.features, leaf.pv) == (5, kind, value, line[:TRANSPOSITION_PV])
+    for unstored in (Leaf(None, mate_ply=3), Leaf(None, draw=True), Leaf(None, tablebase_ply=-4), Leaf(None, bound=1)):
+        search._store_transposition("other", 5, white, alpha, beta, unstored)
+        assert search.transpositions.get("other") is None
+
+
+def test_the_transposition_table_spares_nodes_and_outlives_a_search_until_a_new_game():
+    """Depth 5 from a position with many transpositions takes fewer nodes with the table, which is then filled;
+    the next search of the same position finds its iterations' nodes there and searches fewer still; a new game
+    empties it."""
+    board = chess.Board(KNIGHTS)
+
+    def nodes(search: ComparisonSearch) -> int:
+        search.search(board, SearchControl(max_depth=5), lambda info: None)
+        return search.nodes
+    without = ComparisonSearch(MaterialComparator())
+    without.set_option("TranspositionTable", False)
+    search = ComparisonSearch(MaterialComparator())
+    first, plain = nodes(search), nodes(without)
+    assert first < plain and len(search.transpositions) and not len(without.transpositions)
+    assert nodes(search) < first
+    search.new_game()
+    assert not len(search.transpositions) and nodes(search) == first
 
 
 @pytest.mark.parametrize("extension,mate", [(True, 2), (False, None)])
