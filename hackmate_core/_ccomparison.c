@@ -420,7 +420,7 @@ typedef struct {
     NetworkObject *network;
     cs_search *search;
     cs_search *helper;           /* the second thread's, made when first asked for, or NULL */
-    int helper_outdated;         /* resized or cleared mid-search: made anew before its next search */
+    int helper_outdated;         /* resized or cleared: made anew before its next search */
     hb_driver driver;            /* the search's context */
 } SearcherObject;
 
@@ -583,15 +583,10 @@ static PyObject *Searcher_root_best(SearcherObject *self, PyObject *unused) {
     return leaf_tuple(s, &s->root_best);
 }
 
-/* The helper's tables go with the main one's: it is made anew, at once or (mid-search: its thread may be running)
- * before its next search. */
+/* The helper's tables go with the main one's: it is made anew before its next search (its thread may be running
+ * now), its node count kept. */
 static void forget_helper(SearcherObject *self) {
-    if (self->driver.busy) {
-        self->helper_outdated = self->helper != NULL;
-        return;
-    }
-    cs_destroy(self->helper);
-    self->helper = NULL;
+    self->helper_outdated = self->helper != NULL;
 }
 
 static PyObject *Searcher_resize(SearcherObject *self, PyObject *args) {

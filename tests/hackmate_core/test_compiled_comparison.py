@@ -420,3 +420,26 @@ def test_two_threads_survive_the_tables_resized_and_cleared_mid_search(network):
         assert result.best_move in chess.Board(fen).legal_moves
         assert all(before.nodes < after.nodes for before, after in zip(infos, infos[1:]))  # none lost
     assert calls > 140 and search.searcher.helper_nodes > 0
+
+
+@needs_compiled
+def test_two_threads_survive_a_resize_mid_search_then_a_clear_between_searches(network):
+    """`setoption Hash` during a search marks the second thread's tables outdated; a `ucinewgame` after that search
+    must leave the next search a second thread to start from (it once found none, and crashed)."""
+    network.new_game()
+    search = ComparisonSearch(network)
+    search.set_threads(2)
+
+    def stopped(nodes: int) -> bool:
+        if search.iteration_depth == 6 and search.searcher.helper_nodes:  # in the last iteration
+            search.searcher.resize(2000, 1.0, 1000)
+        return False
+
+    control = SearchControl(max_depth=6)
+    control.stopped = stopped
+    board = chess.Board(BENCH_FENS[0])
+    search.search(board, control, lambda info: None)
+    search.new_game()
+    infos = []
+    result = search.search(board, SearchControl(max_depth=6), infos.append)
+    assert result.best_move in board.legal_moves and search.searcher.helper_nodes > 0
