@@ -20,7 +20,10 @@ moves a ply shallower unless that finds a better leaf (LateMoveReductions;
 the latest two plies with DeeperReductions), the latest quiet moves not
 searched at all one or two plies from the leaves (LateMovePruning),
 a node cut when even passing keeps what the opponent will not allow
-(NullMove), and captures resolved before a leaf is judged (Quiescence).
+(NullMove), a node met again decided by the best leaf stored for its
+position when that leaf, searched as deep, is exact or a bound beyond the
+node's on its side (TranspositionTable), and captures resolved before a
+leaf is judged (Quiescence).
 
 With the shipped network (evaluators.comparator.ComparatorEvaluator) and the
 compiled core built, each iteration runs in C (hackmate_core._ccomparison, see
