@@ -252,6 +252,12 @@ static inline int narrow(const cs_search *s, int white, const cs_leaf *best, con
     return white ? white_prefers(s, best, alpha) : white_prefers(s, beta, best);
 }
 
+/* ComparisonSearch._cuts */
+static inline int cuts(const cs_search *s, int white, const cs_leaf *leaf, const cs_leaf *alpha,
+                       const cs_leaf *beta) {
+    return !(white ? white_prefers(s, beta, leaf) : white_prefers(s, leaf, alpha));
+}
+
 /* A copy of leaf with its features and line in storage (line: move, then leaf's). */
 static void keep(const cs_search *s, cs_storage *storage, const cs_leaf *leaf, cb_move move, cs_leaf *out) {
     *out = *leaf;
@@ -546,7 +552,7 @@ static int null_move(cs_search *s, int depth, int ply, int in_check, const cs_le
     cs_leaf leaf;
     if (alphabeta(s, depth - 1 - CS_NULL_MOVE_REDUCTION, ply + 1, alpha, beta, NULL, &leaf)) return -1;
     if (leaf.mate_ply || !narrow(s, white, &leaf, alpha, beta)) return 0;
-    if (white ? white_prefers(s, beta, &leaf) : white_prefers(s, &leaf, alpha)) return 0;   /* no cut */
+    if (!cuts(s, white, &leaf, alpha, beta)) return 0;
     *out = leaf;
     out->pv_length = 0;
     return 1;
@@ -565,10 +571,8 @@ static int transposition(cs_search *s, int depth, int ply, const cs_leaf *alpha,
     leaf.pv = stored->pv;
     leaf.pv_length = stored->pv_length;
     int white = s->stack[ply].turn == CB_WHITE;
-    if (stored->kind == CS_LOWER && (white ? white_prefers(s, beta, &leaf) : white_prefers(s, &leaf, alpha)))
-        return 0;
-    if (stored->kind == CS_UPPER && (white ? white_prefers(s, &leaf, alpha) : white_prefers(s, beta, &leaf)))
-        return 0;
+    if (stored->kind == CS_LOWER && !cuts(s, white, &leaf, alpha, beta)) return 0;
+    if (stored->kind == CS_UPPER && narrow(s, white, &leaf, alpha, beta)) return 0;
     *out = leaf;
     return 1;
 }
@@ -581,7 +585,7 @@ static void store_transposition(cs_search *s, int depth, int ply, const cs_leaf 
     if (!best->features || best->bound) return;
     int white = s->stack[ply].turn == CB_WHITE, kind = CS_EXACT;
     if (!narrow(s, white, best, alpha, beta)) kind = CS_UPPER;
-    else if (white ? !white_prefers(s, beta, best) : !white_prefers(s, best, alpha)) kind = CS_LOWER;
+    else if (cuts(s, white, best, alpha, beta)) kind = CS_LOWER;
     int32_t entry = cs_lru_insert(&s->transpositions, s->stack[ply].key);
     cs_transposition *stored = &s->transposition[entry];
     stored->depth = depth;

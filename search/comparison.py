@@ -506,9 +506,9 @@ class ComparisonSearch(Search):
         if stored is None or stored[0] < depth:
             return None
         kind, leaf = stored[1], stored[2]
-        if kind == LOWER and (self.white_prefers(beta, leaf) if white else self.white_prefers(leaf, alpha)):
+        if kind == LOWER and not self._cuts(white, leaf, alpha, beta):
             return None
-        if kind == UPPER and (self.white_prefers(leaf, alpha) if white else self.white_prefers(beta, leaf)):
+        if kind == UPPER and self._narrow(white, leaf, alpha, beta):
             return None
         return leaf
 
@@ -522,7 +522,7 @@ class ComparisonSearch(Search):
         kind = EXACT
         if not self._narrow(white, best, alpha, beta):
             kind = UPPER
-        elif not (self.white_prefers(beta, best) if white else self.white_prefers(best, alpha)):
+        elif self._cuts(white, best, alpha, beta):
             kind = LOWER
         self.transpositions.put(key, (depth, kind, Leaf(best.features, pv=best.pv[:TRANSPOSITION_PV])))
 
@@ -556,8 +556,8 @@ class ComparisonSearch(Search):
             self._pop(board)
         if leaf.mate_ply or not self._narrow(white, leaf, alpha, beta):
             return None
-        if self.white_prefers(beta, leaf) if white else self.white_prefers(leaf, alpha):
-            return None  # the opponent's bound is still better for the opponent: no cut
+        if not self._cuts(white, leaf, alpha, beta):
+            return None
         return Leaf(leaf.features, 0, leaf.draw, (), 0, leaf.tablebase_ply)
 
     def _ordered(self, board: chess.Board, moves: list[chess.Move], key: Hashable, ply: int,
@@ -735,3 +735,8 @@ class ComparisonSearch(Search):
     def _narrow(self, white: bool, best: Leaf, alpha: Leaf, beta: Leaf) -> bool:
         """True if ``best`` improves the side to move's bound (alpha_pos for White, beta_pos for Black)."""
         return self.white_prefers(best, alpha) if white else self.white_prefers(beta, best)
+
+    def _cuts(self, white: bool, leaf: Leaf, alpha: Leaf, beta: Leaf) -> bool:
+        """True if ``leaf`` would cut the node: the opponent's bound (beta_pos for White, alpha_pos for Black) is no
+        better for the opponent than it (the cut of :meth:`_expand` once the leaf is the side's bound)."""
+        return not (self.white_prefers(beta, leaf) if white else self.white_prefers(leaf, alpha))
