@@ -477,11 +477,12 @@ DEEPCHESS_DATA_FIELDS = ("labels", "eval_sets", "per_game", "won_lost", "eval_th
 @click.argument("pgn", nargs=-1, required=True, type=EXISTING_FILE)
 @options_from(DeepChessConfig, skip=("pgn",), rename={"eval_sets": "--eval-set", "teachers": "--teacher"})
 def deepchess(pgn: tuple[str, ...], **settings) -> None:
-    """DeepChess: Pos2Vec pretraining, Siamese comparator, distillation and a small net from scratch.
+    """DeepChess: Pos2Vec pretraining, Siamese comparator, distillation and a small net from scratch; or, with
+    --value-network, a student taught by a policy-value network's values.
 
-    Writes teacher.pt (unless --teacher gives it), student.pt, scratch.pt,
-    validation.npz (this run's held-out pairs, usable as --eval-set) and
-    report.json into the run directory.
+    Writes the networks it trains (teacher.pt unless --teacher gives it, student.pt, scratch.pt; student.pt alone
+    with --value-network), validation.npz (this run's held-out pairs, usable as --eval-set) and report.json into the
+    run directory.
     """
     from training.deepchess import run_pipeline
     with clear_errors():
@@ -506,18 +507,19 @@ def deepchess_valset(pgn: tuple[str, ...], out: Path, **settings) -> None:
 
 @cli.command("deepchess-eval")
 @click.argument("networks", nargs=-1, type=EXISTING_FILES)
-@options_from(DeepChessEvalConfig, only=("eval_sets", "search_depth", "parents", "engine", "engine_nodes"),
-              rename={"eval_sets": "--eval-set"})
+@options_from(DeepChessEvalConfig, only=("eval_sets", "search_depth", "parents", "engine", "engine_nodes",
+                                         "value_networks"),
+              rename={"eval_sets": "--eval-set", "value_networks": "--value-network"})
 @options_from(FiguresConfig, only=("out",))
 def deepchess_eval(networks: tuple[Path, ...], eval_sets: list[Path], search_depth: Optional[int], parents: int,
-                   engine: Optional[str], engine_nodes: str, out: Optional[Path]) -> None:
+                   engine: Optional[str], engine_nodes: str, value_networks: list[Path], out: Optional[Path]) -> None:
     """Measure comparators (.pt checkpoints or exported .onnx) on validation sets: won-vs-lost and sibling-pair
     accuracy, and how often the preferred child is the engine's best move; with --engine, a reference UCI
-    engine's won-vs-lost accuracy beside them."""
+    engine's won-vs-lost accuracy beside them, and with --value-network a policy-value network's."""
     from training.deepchess import evaluate_all, load_network
     from training.deepchess.valset import ValidationSet, search_preferred_child
-    if not networks and not engine:
-        raise click.UsageError("give NETWORKS to measure, a reference --engine, or both")
+    if not networks and not engine and not value_networks:
+        raise click.UsageError("give NETWORKS to measure, a reference --engine or --value-network, or both")
     node_counts = _node_counts(engine_nodes, "--engine-nodes")
     sets = [ValidationSet.load(path) for path in eval_sets]
     figures = evaluate_all({str(path): load_network(path) for path in networks}, sets)
@@ -527,6 +529,12 @@ def deepchess_eval(networks: tuple[Path, ...], eval_sets: list[Path], search_dep
             for name, engine_figures in engine_won_lost(_engine_command(engine, must_exist=True), sets,
                                                         node_counts).items():
                 figures[name].update(engine_figures)
+    if value_networks:
+        from training.deepchess.values import network_won_lost
+        with clear_errors():
+            for network in value_networks:
+                for name, network_figures in network_won_lost(network, sets, log=lambda _: None).items():
+                    figures[name].update(network_figures)
     if search_depth:
         from engine.backends import build_evaluator, build_search
         searchers = {"material_alphabeta": ("material", "alphabeta", None),

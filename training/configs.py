@@ -204,9 +204,20 @@ class DeepChessConfig:
     teachers: list[str] = setting([], "Distil from this trained comparator (teacher.pt of a run on the same games) "
                                       "instead of pretraining and training one; repeated, their probabilities are "
                                       "averaged (an ensemble).", path="file", exists=True)
-    student: Optional[str] = setting(None, "Continue distilling this small network (student.pt of a run) instead of "
-                                           "starting with its tower regressing the teacher's features.",
+    student: Optional[str] = setting(None, "Continue distilling this small network (student.pt of a run, or "
+                                           "weights/comparator.pt) instead of starting with its tower regressing the "
+                                           "teacher's features; with --value-network, the network it teaches.",
                                      path="file", exists=True)
+    value_network: Optional[str] = setting(None, "A policy-value network (an engine .onnx, e.g. weights/resnet.onnx) "
+                                                 "that teaches --student directly: the won-vs-lost pairs become two "
+                                                 "training positions drawn at random, the first the better for White "
+                                                 "with probability sigmoid((v1 - v2) / --value-temperature), v its "
+                                                 "value for White (cached for the run's positions); sibling pairs "
+                                                 "keep their engine labels. No Pos2Vec, Siamese or from-scratch stage.",
+                                           path="file", exists=True)
+    value_temperature: float = setting(0.1, "With --value-network: how sharply a difference in value (expected "
+                                            "score, -1..1) decides a pair's target.", bounds=(0, None, True))
+    batch: int = setting(256, "Pairs per optimiser step of the comparators.", bounds=(1, None))
     sibling_share: float = setting(0.5, "Share of sibling pairs among the training pairs (with --labels).")
     sibling_margin: float = setting(0.05, "Siblings whose expected scores (-1..1) differ by less count as tied and "
                                           "are skipped.")
@@ -558,6 +569,9 @@ class DeepChessEvalConfig:
                                           "won-vs-lost accuracy, ranking each pair by its scores from White's side.")
     engine_nodes: str = setting("1", "The reference engine's nodes per position; several, comma-separated "
                                      "(1,20000): a figure each.")
+    value_networks: list[Path] = setting([], "A policy-value network (an engine .onnx, e.g. weights/resnet.onnx): its "
+                                             "won-vs-lost accuracy, ranking each pair by its values for White with no "
+                                             "search (repeatable).", path="file", exists=True)
 
 
 @dataclass

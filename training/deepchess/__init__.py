@@ -8,7 +8,8 @@ positions by their evals or their game's result, sibling parents, what is held o
 checkpoints), :mod:`~training.deepchess.train` (Pos2Vec pretraining, the
 comparator, distillation, the whole run), :mod:`~training.deepchess.accuracy`
 (the engine's symmetrised comparison on a validation set), :mod:`~training.deepchess.reference` (a reference
-UCI engine on the same pairs) and :mod:`~training.deepchess.export`
+UCI engine on the same pairs), :mod:`~training.deepchess.values` (a policy-value network's values: the teacher of
+value pairs, and a reference on the same pairs) and :mod:`~training.deepchess.export`
 (the engine's comparator files); a run's settings are
 ``training.configs.DeepChessConfig``. Every network is measured on the run's
 validation set (``validation.npz``) and on any named validation set.

@@ -1,4 +1,4 @@
-"""The pairs DeepChess learns from: won-vs-lost positions (the paper) and sibling positions.
+"""The pairs DeepChess learns from: won-vs-lost positions (the paper), value pairs and sibling positions.
 
 Won-vs-lost: a position won for White and one lost for White (by its eval, or by the paper's rule: from a
 game White won and from one White lost). Such a pair usually differs in material or in how decided the game
@@ -8,6 +8,9 @@ parent's moves label every pair of its children (comparison training, Tesauro
 1989): the child whose move scored higher is the better one for the parent's
 side to move. Pairs whose scores are nearly equal in expected score carry no
 reliable label and are skipped.
+
+Value pairs: two positions drawn at random, the first better for White with a probability from a policy-value
+network's values of both (training.deepchess.values): every pair carries an order, not only won against lost.
 
 Label sources: the MultiPV JSON lines of ``../shared/data/labelled/`` and label
 shard directories (training.data.shards).
@@ -85,6 +88,16 @@ def won_lost_pairs(positions: PositionSet, count: int, rng: np.random.Generator
     l = positions.bits[rng.choice(lost, count)]  # noqa: E741
     swap = rng.random(count) < 0.5
     return np.where(swap[:, None], l, w), np.where(swap[:, None], w, l), swap.astype(np.int64)
+
+
+def value_pairs(values: np.ndarray, count: int, temperature: float, rng: np.random.Generator
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first, second, target): indices of two positions drawn at random and the probability that the first is the
+    better one for White, sigmoid((v_first - v_second) / temperature), v a position's value for White
+    (training.deepchess.values)."""
+    first, second = rng.integers(0, len(values), count), rng.integers(0, len(values), count)
+    difference = (values[first].astype(np.float64) - values[second]) / temperature
+    return first, second, (1.0 / (1.0 + np.exp(-difference))).astype(np.float32)
 
 
 @dataclass
@@ -299,24 +312,36 @@ def sibling_pairs(siblings: SiblingSet, margin: float) -> tuple[np.ndarray, np.n
 
 
 class PairSampler:
-    """Training pairs drawn fresh each epoch: won-vs-lost pairs mixed with a share of sibling pairs."""
+    """Training pairs drawn fresh each epoch: won-vs-lost pairs (or, given the positions' values, value-labelled
+    pairs) mixed with a share of sibling pairs."""
 
-    def __init__(self, positions: PositionSet, siblings: SiblingSet, margin: float, share: float) -> None:
+    def __init__(self, positions: PositionSet, siblings: SiblingSet, margin: float, share: float,
+                 values: Optional[np.ndarray] = None, temperature: float = 0.1) -> None:
         self.positions = positions
         self.children = siblings.children
         self.pairs, self.labels = sibling_pairs(siblings, margin)
         self.share = share if len(self.pairs) else 0.0
+        self.values = values
+        self.temperature = temperature
 
     def sample(self, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(first, second, label), packed rows in random order; label 0: first is better for White."""
+        """(first, second, target), packed rows in random order; target: the probability that the first is the
+        better one for White (1 or 0 for won-vs-lost and sibling pairs; a value pair's
+        training.deepchess.values.value_pairs)."""
         siblings = int(round(count * self.share))
-        first, second, label = won_lost_pairs(self.positions, count - siblings, rng)
+        if self.values is None:
+            first, second, label = won_lost_pairs(self.positions, count - siblings, rng)
+            target = (label == 0).astype(np.float32)
+        else:
+            i, j, target = value_pairs(self.values, count - siblings, self.temperature, rng)
+            first, second = self.positions.bits[i], self.positions.bits[j]
         if not siblings:
-            return first, second, label
+            return first, second, target
         pick = rng.integers(0, len(self.pairs), siblings)
         a, b = self.children[self.pairs[pick, 0]], self.children[self.pairs[pick, 1]]
         swap = rng.random(siblings) < 0.5
         order = rng.permutation(count)
+        sibling_target = (np.where(swap, 1 - self.labels[pick], self.labels[pick]) == 0).astype(np.float32)
         return (np.concatenate([first, np.where(swap[:, None], b, a)])[order],
                 np.concatenate([second, np.where(swap[:, None], a, b)])[order],
-                np.concatenate([label, np.where(swap, 1 - self.labels[pick], self.labels[pick])])[order])
+                np.concatenate([target, sibling_target])[order])
