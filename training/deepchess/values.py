@@ -1,7 +1,7 @@
 """A policy-value network's values of DeepChess positions: the teacher of value-labelled pairs.
 
 A won-vs-lost label says only which side a position favours; a value orders any two positions. The engine's
-ResNet ranks 95.4% of the fixed split's won-vs-lost pairs by its value alone, more than the comparators
+ResNet ranks 95.3% of the fixed split's won-vs-lost pairs by its value alone, more than the comparators
 trained on those labels (91.5%) and more than Stockfish 15.1 at one node (94.1%): it is the stronger eval the
 comparator can learn from. Each position is evaluated once (its packed 773 bits decoded: no en passant square,
 no move clocks) by the network file in fp32, on worker processes, and the values are cached under the user's
