@@ -7,7 +7,7 @@ child is the engine's best move.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import torch
@@ -46,6 +46,16 @@ def ordering_accuracy(first: np.ndarray, second: np.ndarray, label: np.ndarray) 
         return None
     right = np.where(first == second, 0.5, (first > second) == (label == 0))
     return float(right.mean())
+
+
+def ranked_won_lost(validation: ValidationSet, score: Callable[[np.ndarray], np.ndarray]) -> Optional[float]:
+    """Won-vs-lost pair accuracy of a reference that scores positions (``score``: packed rows -> a score for White
+    each, higher better), each distinct position of the pairs scored once, a tie counting half."""
+    count = len(validation.label)
+    rows, inverse = np.unique(np.concatenate([validation.first, validation.second]), axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    scores = score(rows)
+    return ordering_accuracy(scores[inverse[:count]], scores[inverse[count:]], validation.label)
 
 
 def _accuracy(p_first: torch.Tensor, label: np.ndarray) -> Optional[float]:

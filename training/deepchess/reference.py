@@ -14,7 +14,7 @@ import chess.engine
 import numpy as np
 
 from training.data.targets import score_cp
-from training.deepchess.accuracy import ordering_accuracy
+from training.deepchess.accuracy import ranked_won_lost
 from training.deepchess.pairs import board_of
 from training.deepchess.valset import ValidationSet
 from training.engines import EngineFailure, start_engine
@@ -40,20 +40,15 @@ def white_scores(engine: chess.engine.SimpleEngine, boards: list[chess.Board], n
 def engine_won_lost(command: str, sets: Iterable[ValidationSet], node_counts: Sequence[int]
                     ) -> dict[str, dict[str, dict[str, float | None]]]:
     """{set name: {"ENGINE go nodes N": {"won_lost": accuracy}}}: the engine's won-vs-lost pair accuracy at each node
-    count, a tie counting half (accuracy.ordering_accuracy, the networks' rule)."""
+    count, a tie counting half (accuracy.ranked_won_lost, the networks' rule)."""
     engine = start_engine(command, ENGINE_OPTIONS, known_only=True)
     name = engine.id.get("name", command)
     figures: dict[str, dict[str, dict[str, float | None]]] = {}
     try:
         for validation in sets:
-            count = len(validation.label)
-            rows, inverse = np.unique(np.concatenate([validation.first, validation.second]), axis=0,
-                                      return_inverse=True)
-            inverse = inverse.reshape(-1)
-            boards = [board_of(row) for row in rows]
             for nodes in node_counts:
-                scores = white_scores(engine, boards, nodes, name)
-                accuracy = ordering_accuracy(scores[inverse[:count]], scores[inverse[count:]], validation.label)
+                accuracy = ranked_won_lost(validation, lambda rows: white_scores(
+                    engine, [board_of(row) for row in rows], nodes, name))
                 figures.setdefault(validation.name, {})[f"{name} go nodes {nodes}"] = {"won_lost": accuracy}
     except chess.engine.EngineError as error:  # it died, or answered what python-chess cannot read
         raise EngineFailure(f"the engine {command!r} failed: {error!r}") from None

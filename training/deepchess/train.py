@@ -175,13 +175,17 @@ def run_pipeline(config: DeepChessConfig, log: Callable[[str], None] = print) ->
     return report
 
 
+def load_student(path: Path, device: torch.device) -> SiameseComparator:
+    """A trained network of the engine's comparator shape, to train further (the shape is checked)."""
+    return load_comparator(path, sizes={"tower": STUDENT_LAYERS, "head": STUDENT_HEAD})[0].to(device)
+
+
 def learn_from_values(config: DeepChessConfig, data: PreparedData, sampler: PairSampler, device: torch.device,
                       log: Callable[[str], None]) -> tuple[dict[str, Judge], dict[str, list]]:
     """The student learns the value network's judgement of pairs directly (the network is the teacher: no Pos2Vec,
     no Siamese network, no small network from scratch)."""
     log("the value network teaches the student: --epochs, --pretrain-epochs and --tower-positions are not used")
-    student = load_comparator(Path(config.student), sizes={"tower": STUDENT_LAYERS, "head": STUDENT_HEAD})[0]
-    student = student.to(device)
+    student = load_student(Path(config.student), device)
     history = train_comparator(student, sampler, data.validation, config.distill_epochs, config.pairs_per_epoch,
                                config.lr, config.seed + 2, decay=config.lr_decay, batch=config.batch,
                                name="distilled", log=log)
@@ -214,8 +218,7 @@ def learn_from_labels(config: DeepChessConfig, data: PreparedData, sampler: Pair
                                             name="siamese",
                                             log=log)}
     if config.student:
-        student = load_comparator(Path(config.student), sizes={"tower": STUDENT_LAYERS, "head": STUDENT_HEAD})[0]
-        student = student.to(device)
+        student = load_student(Path(config.student), device)
     else:
         student = SiameseComparator(STUDENT_LAYERS, STUDENT_HEAD).to(device)
         first_teacher = teacher.members[0] if isinstance(teacher, Ensemble) else teacher

@@ -20,7 +20,7 @@ import chess
 import numpy as np
 
 from hackmate_core import user_cache
-from training.deepchess.accuracy import ordering_accuracy
+from training.deepchess.accuracy import ranked_won_lost
 from training.deepchess.pairs import board_of
 from training.deepchess.valset import ValidationSet
 from training.processes import process_pool
@@ -98,13 +98,6 @@ def white_values(network: Path, packed: np.ndarray, workers: int = 1,
 def network_won_lost(network: Path, sets: Iterable[ValidationSet], workers: int = 1,
                      log: Callable[[str], None] = print) -> dict[str, dict[str, dict[str, float | None]]]:
     """{set name: {"NETWORK value": {"won_lost": accuracy}}}: the network's won-vs-lost pair accuracy, each pair ranked
-    by the two values for White, a tie counting half (accuracy.ordering_accuracy, the comparators' rule)."""
-    figures: dict[str, dict[str, dict[str, float | None]]] = {}
-    for validation in sets:
-        count = len(validation.label)
-        rows, inverse = np.unique(np.concatenate([validation.first, validation.second]), axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        values = white_values(network, rows, workers, log)
-        accuracy = ordering_accuracy(values[inverse[:count]], values[inverse[count:]], validation.label)
-        figures[validation.name] = {f"{network} value": {"won_lost": accuracy}}
-    return figures
+    by the two values for White, a tie counting half (accuracy.ranked_won_lost, the comparators' rule)."""
+    return {validation.name: {f"{network} value": {"won_lost": ranked_won_lost(
+        validation, lambda rows: white_values(network, rows, workers, log))}} for validation in sets}

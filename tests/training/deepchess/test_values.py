@@ -10,10 +10,11 @@ import pytest
 torch = pytest.importorskip("torch", reason="the training extra (torch) is not installed")
 
 from tests.conftest import FIXTURES, ROOT  # noqa: E402
+from tests.training.deepchess.test_deepchess_learning import no_siblings  # noqa: E402
 from training.deepchess import DeepChessConfig, read_games, run_pipeline  # noqa: E402
 from training.deepchess.accuracy import ordering_accuracy  # noqa: E402
 from training.deepchess.model import STUDENT_HEAD, STUDENT_LAYERS, SiameseComparator, save_comparator  # noqa: E402
-from training.deepchess.pairs import PairSampler, SiblingSet, pack, value_pairs  # noqa: E402
+from training.deepchess.pairs import PairSampler, pack, value_pairs  # noqa: E402
 from training.deepchess.valset import ValidationSet  # noqa: E402
 from training.deepchess import values as values_module  # noqa: E402
 from training.deepchess.values import white_values  # noqa: E402
@@ -53,11 +54,6 @@ def test_value_pairs_prefer_the_higher_value_by_the_temperature():
     assert np.unique(np.round(target, 3)).tolist() == pytest.approx([0.0, 0.378, 0.5, 0.622, 1.0], abs=1e-6)
     ones = np.flatnonzero((first == 0) & (second == 1))
     assert len(ones) and (target[ones] > 0.9999).all()
-
-
-def no_siblings() -> SiblingSet:
-    return SiblingSet(np.zeros((0, 97), np.uint8), np.zeros(1, np.int64), np.zeros(0, np.int32),
-                      np.zeros(0, "S5"), np.zeros(0, bool), np.zeros(0, np.uint64), np.zeros(0, "S92"))
 
 
 def test_the_sampler_draws_value_pairs_in_place_of_won_and_lost_ones():
