@@ -5,14 +5,16 @@ ResNet ranks 95.3% of the fixed split's won-vs-lost pairs by its value alone, mo
 trained on those labels (91.5%) and more than Stockfish 15.1 at one node (94.1%): it is the stronger eval the
 comparator can learn from. Each position is evaluated once (its packed 773 bits decoded: no en passant square,
 no move clocks) by the network file in fp32, on worker processes, and the values are cached under the user's
-cache (``deepchess-values/``), keyed by the network's contents and the positions' (all of them, in order: the
-same run's positions), since a run's millions of positions take a quarter of an hour to evaluate.
+cache (``deepchess-values/``, one file per network), position by position, since a run's millions of positions
+take a quarter of an hour to evaluate: a run on other files, another seed or another split evaluates only the
+positions no run has evaluated before.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import zipfile
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -29,7 +31,7 @@ from training.processes import process_pool
 CHUNK = 8192
 BATCH = 512
 #: Part of the cache key: what a cached value means (bump it when that changes).
-CACHE_FORMAT = b"deepchess-values 1: W - L for White, fp32, boards of the 773 bits"
+CACHE_FORMAT = b"deepchess-values 2: W - L for White, fp32, boards of the 773 bits, by 64-bit position hash"
 
 
 @functools.lru_cache(maxsize=1)
@@ -55,29 +57,47 @@ def white_values_of(network: str, rows: np.ndarray) -> np.ndarray:
     return values
 
 
-def cache_path(network: Path, packed: np.ndarray) -> Path:
-    """Where the values of these positions, in this order, by this network file are kept."""
+def cache_path(network: Path) -> Path:
+    """The file that keeps this network file's values of positions (any run's)."""
     digest = hashlib.sha256(CACHE_FORMAT)
     digest.update(network.read_bytes())
-    digest.update(np.ascontiguousarray(packed).tobytes())
-    return user_cache.root() / "deepchess-values" / f"{digest.hexdigest()[:32]}.npy"
+    return user_cache.root() / "deepchess-values" / f"{digest.hexdigest()[:32]}.npz"
 
 
-def white_values(network: Path, packed: np.ndarray, workers: int = 1,
-                 log: Callable[[str], None] = print) -> np.ndarray:
-    """The value for White (-1..1) of each packed position by ``network`` (an engine ONNX policy-value network),
-    from the cache when these positions were evaluated by this network before."""
-    path = cache_path(network, packed)
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: every bit of the word moves every bit of the result (uint64, wrapping)."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def row_hashes(packed: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each packed row (its bytes as little words, mixed in turn): the cache's key of a position.
+    Ten million positions hold a collision with a chance of about one in 370,000."""
+    rows = np.ascontiguousarray(packed, dtype=np.uint8).reshape(len(packed), -1)
+    padded = np.zeros((len(rows), -(-rows.shape[1] // 8) * 8), dtype=np.uint8)
+    padded[:, :rows.shape[1]] = rows
+    hashes = np.full(len(rows), 0x9E3779B97F4A7C15, dtype=np.uint64)
+    for word in padded.view("<u8").T:
+        hashes = _mix(hashes ^ word)
+    return hashes
+
+
+def _read_cache(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted hashes, values) kept for a network; none where the file is missing or unreadable (evaluated again)."""
     try:
-        values = np.load(path)
-        if values.shape == (len(packed),):
-            log(f"values of {len(packed)} positions by {network}: from {path}")
-            return values
-    except (OSError, ValueError):  # not there, or not a whole array: evaluated again
+        with np.load(path) as cache:
+            hashes, values = cache["hashes"], cache["values"]
+        if hashes.shape == values.shape and hashes.dtype == np.uint64 and values.dtype == np.float32:
+            return hashes, values
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError):
         pass
+    return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float32)
+
+
+def _evaluate(network: Path, packed: np.ndarray, workers: int) -> np.ndarray:
     from tqdm import tqdm
     chunks = [packed[i:i + CHUNK] for i in range(0, len(packed), CHUNK)]
-    log(f"values of {len(packed)} positions by {network}: {workers} processes")
     with tqdm(total=len(packed), desc="values", unit=" positions") as progress:
         def done(values: np.ndarray) -> np.ndarray:
             progress.update(len(values))
@@ -87,10 +107,33 @@ def white_values(network: Path, packed: np.ndarray, workers: int = 1,
         else:
             with process_pool(min(workers, len(chunks))) as pool:
                 parts = [done(values) for values in pool.map(white_values_of, [str(network)] * len(chunks), chunks)]
-    values = np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
+
+
+def white_values(network: Path, packed: np.ndarray, workers: int = 1,
+                 log: Callable[[str], None] = print) -> np.ndarray:
+    """The value for White (-1..1) of each packed position by ``network`` (an engine ONNX policy-value network):
+    the cached ones from the cache, each other distinct position evaluated once and added to it."""
+    path = cache_path(network)
+    known, known_values = _read_cache(path)
+    hashes = row_hashes(packed)
+    at = np.minimum(np.searchsorted(known, hashes), max(len(known) - 1, 0))
+    cached = known[at] == hashes if len(known) else np.zeros(len(hashes), dtype=bool)
+    values = np.empty(len(packed), dtype=np.float32)
+    values[cached] = known_values[at[cached]]
+    missing = np.flatnonzero(~cached)
+    new, first, inverse = np.unique(hashes[missing], return_index=True, return_inverse=True)
+    log(f"values of {len(packed)} positions by {network}: {int(cached.sum())} from the cache, "
+        f"{len(new)} distinct others evaluated on {workers} processes")
+    if not len(new):
+        return values
+    new_values = _evaluate(network, packed[missing[first]], workers)
+    values[missing] = new_values[inverse.reshape(-1)]
+    merged = np.concatenate([known, new])
+    order = np.argsort(merged, kind="stable")
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial.npy")
-    np.save(partial, values)
+    partial = path.with_suffix(".partial.npz")
+    np.savez(partial, hashes=merged[order], values=np.concatenate([known_values, new_values])[order])
     partial.replace(path)
     return values
 

@@ -34,16 +34,41 @@ def test_values_are_for_white_and_come_back_from_the_cache(cache, monkeypatch):
     queens = [chess.Board("4k3/8/8/8/8/8/8/QQQ1K3 b - - 0 1"), chess.Board("4k3/8/8/8/8/8/8/QQQ1K3 w - - 0 1"),
               chess.Board("qqq1k3/8/8/8/8/8/8/4K3 w - - 0 1"), chess.Board("qqq1k3/8/8/8/8/8/8/4K3 b - - 0 1")]
     rows = np.array([pack(board) for board in queens])
-    values = white_values(NETWORK, rows, log=lambda _: None)
+    values = white_values(NETWORK, rows[[0, 1, 0, 2, 3]], log=lambda _: None)[[0, 1, 3, 4]]
     assert values.dtype == np.float32 and values[0] > 0.9 and values[1] > 0.9 and values[2] < -0.9 and values[3] < -0.9
-    assert len(list((cache / "deepchess-values").glob("*.npy"))) == 1
+    assert len(list((cache / "deepchess-values").glob("*.npz"))) == 1
 
-    def refuse(*args):
-        raise AssertionError("evaluated again")
-    monkeypatch.setattr(values_module, "white_values_of", refuse)
+    evaluated = []
+    real = values_module.white_values_of
+
+    def counted(network, chunk):
+        evaluated.append(len(chunk))
+        return real(network, chunk)
+    monkeypatch.setattr(values_module, "white_values_of", counted)
     assert np.array_equal(white_values(NETWORK, rows, log=lambda _: None), values)
-    with pytest.raises(AssertionError, match="evaluated again"):  # other positions: not the cached ones
-        white_values(NETWORK, rows[:2], log=lambda _: None)
+    assert np.array_equal(white_values(NETWORK, rows[[3, 1]], log=lambda _: None), values[[3, 1]])
+    assert evaluated == []  # any of the positions, in any order: from the cache
+    start = np.array([pack(chess.Board())])
+    both = white_values(NETWORK, np.concatenate([rows[:2], start, start]), log=lambda _: None)
+    assert evaluated == [1] and np.array_equal(both[:2], values[:2]) and both[2] == both[3] and abs(both[2]) < 0.3
+    assert np.array_equal(white_values(NETWORK, start, log=lambda _: None), both[2:3]) and evaluated == [1]
+
+
+def test_a_broken_cache_file_is_evaluated_again(cache):
+    rows = np.array([pack(chess.Board())])
+    values = white_values(NETWORK, rows, log=lambda _: None)
+    (file,) = (cache / "deepchess-values").glob("*.npz")
+    file.write_bytes(b"not a cache")
+    assert np.array_equal(white_values(NETWORK, rows, log=lambda _: None), values)
+    assert np.load(file)["hashes"].shape == (1,)
+
+
+def test_positions_differing_in_one_bit_hash_apart():
+    rows = np.zeros((98 * 8, 97), dtype=np.uint8)
+    for bit in range(97 * 8):
+        rows[bit + 1, bit // 8] = 1 << (bit % 8)
+    hashes = values_module.row_hashes(rows[:97 * 8 + 1])
+    assert len(np.unique(hashes)) == 97 * 8 + 1 and hashes.dtype == np.uint64
 
 
 def test_value_pairs_prefer_the_higher_value_by_the_temperature():
