@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import zipfile
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -22,6 +21,7 @@ import chess
 import numpy as np
 
 from hackmate_core import user_cache
+from training.data.cache import save_array
 from training.deepchess.accuracy import ranked_won_lost
 from training.deepchess.pairs import board_of
 from training.deepchess.valset import ValidationSet
@@ -32,6 +32,8 @@ CHUNK = 8192
 BATCH = 512
 #: Part of the cache key: what a cached value means (bump it when that changes).
 CACHE_FORMAT = b"deepchess-values 2: W - L for White, fp32, boards of the 773 bits, by 64-bit position hash"
+#: A cache file: one record per position, sorted by hash.
+CACHE_RECORD = np.dtype([("hash", "<u8"), ("value", "<f4")])
 
 
 @functools.lru_cache(maxsize=1)
@@ -61,7 +63,7 @@ def cache_path(network: Path) -> Path:
     """The file that keeps this network file's values of positions (any run's)."""
     digest = hashlib.sha256(CACHE_FORMAT)
     digest.update(network.read_bytes())
-    return user_cache.root() / "deepchess-values" / f"{digest.hexdigest()[:32]}.npz"
+    return user_cache.root() / "deepchess-values" / f"{digest.hexdigest()[:32]}.npy"
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -83,16 +85,16 @@ def row_hashes(packed: np.ndarray) -> np.ndarray:
     return hashes
 
 
-def _read_cache(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """(sorted hashes, values) kept for a network; none where the file is missing or unreadable (evaluated again)."""
+def _read_cache(path: Path) -> np.ndarray:
+    """The records kept for a network (CACHE_RECORD, sorted by hash); none where the file is missing or unreadable
+    (evaluated again)."""
     try:
-        with np.load(path) as cache:
-            hashes, values = cache["hashes"], cache["values"]
-        if hashes.shape == values.shape and hashes.dtype == np.uint64 and values.dtype == np.float32:
-            return hashes, values
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError):
+        records = np.load(path, allow_pickle=False)
+        if records.dtype == CACHE_RECORD and records.ndim == 1:
+            return records
+    except (OSError, ValueError, EOFError):
         pass
-    return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.float32)
+    return np.zeros(0, dtype=CACHE_RECORD)
 
 
 def _evaluate(network: Path, packed: np.ndarray, workers: int) -> np.ndarray:
@@ -115,26 +117,23 @@ def white_values(network: Path, packed: np.ndarray, workers: int = 1,
     """The value for White (-1..1) of each packed position by ``network`` (an engine ONNX policy-value network):
     the cached ones from the cache, each other distinct position evaluated once and added to it."""
     path = cache_path(network)
-    known, known_values = _read_cache(path)
+    known = _read_cache(path)
     hashes = row_hashes(packed)
-    at = np.minimum(np.searchsorted(known, hashes), max(len(known) - 1, 0))
-    cached = known[at] == hashes if len(known) else np.zeros(len(hashes), dtype=bool)
+    at = np.minimum(np.searchsorted(known["hash"], hashes), max(len(known) - 1, 0))
+    cached = known["hash"][at] == hashes if len(known) else np.zeros(len(hashes), dtype=bool)
     values = np.empty(len(packed), dtype=np.float32)
-    values[cached] = known_values[at[cached]]
+    values[cached] = known["value"][at[cached]]
     missing = np.flatnonzero(~cached)
     new, first, inverse = np.unique(hashes[missing], return_index=True, return_inverse=True)
     log(f"values of {len(packed)} positions by {network}: {int(cached.sum())} from the cache, "
         f"{len(new)} distinct others evaluated on {workers} processes")
     if not len(new):
         return values
-    new_values = _evaluate(network, packed[missing[first]], workers)
-    values[missing] = new_values[inverse.reshape(-1)]
-    merged = np.concatenate([known, new])
-    order = np.argsort(merged, kind="stable")
+    added = np.empty(len(new), dtype=CACHE_RECORD)
+    added["hash"], added["value"] = new, _evaluate(network, packed[missing[first]], workers)
+    values[missing] = added["value"][inverse.reshape(-1)]
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial.npz")
-    np.savez(partial, hashes=merged[order], values=np.concatenate([known_values, new_values])[order])
-    partial.replace(path)
+    save_array(path, np.sort(np.concatenate([known, added]), order="hash"))
     return values
 
 

@@ -36,7 +36,7 @@ def test_values_are_for_white_and_come_back_from_the_cache(cache, monkeypatch):
     rows = np.array([pack(board) for board in queens])
     values = white_values(NETWORK, rows[[0, 1, 0, 2, 3]], log=lambda _: None)[[0, 1, 3, 4]]
     assert values.dtype == np.float32 and values[0] > 0.9 and values[1] > 0.9 and values[2] < -0.9 and values[3] < -0.9
-    assert len(list((cache / "deepchess-values").glob("*.npz"))) == 1
+    assert len(list((cache / "deepchess-values").glob("*.npy"))) == 1
 
     evaluated = []
     real = values_module.white_values_of
@@ -57,10 +57,10 @@ def test_values_are_for_white_and_come_back_from_the_cache(cache, monkeypatch):
 def test_a_broken_cache_file_is_evaluated_again(cache):
     rows = np.array([pack(chess.Board())])
     values = white_values(NETWORK, rows, log=lambda _: None)
-    (file,) = (cache / "deepchess-values").glob("*.npz")
+    (file,) = (cache / "deepchess-values").glob("*.npy")
     file.write_bytes(b"not a cache")
     assert np.array_equal(white_values(NETWORK, rows, log=lambda _: None), values)
-    assert np.load(file)["hashes"].shape == (1,)
+    assert np.load(file)["hash"].shape == (1,)
 
 
 def test_positions_differing_in_one_bit_hash_apart():
