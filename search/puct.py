@@ -261,9 +261,12 @@ class PuctSearch(Search):
         moves = legal_moves(board)  # the root is evaluated with every legal move: evaluations are cached by position
         better = self.evaluator.root_evaluation(board, moves)
         if root.moves is None:
-            self._expand(root, better if better is not None else self.evaluator.evaluate(board, moves))
-        elif better is not None:
-            self._rerank_root(root, better)
+            root_evaluation = better if better is not None else self.evaluator.evaluate(board, moves)
+            self._expand(root, root_evaluation)
+        else:
+            root_evaluation = better
+            if better is not None:
+                self._rerank_root(root, better)
         self.root_filtered = len(allowed) < len(root.moves or ())
         if self.root_filtered:
             self._filter_root(root, set(allowed))
@@ -311,6 +314,10 @@ class PuctSearch(Search):
         finally:
             for batch in on_the_way:
                 self._abandon(batch)
+        if not root.visits:  # stopped before any leaf came back: the root's own evaluation is the one node
+            if root_evaluation is None:
+                root_evaluation = self.evaluator.evaluate(board, moves)
+            self._settle([root], root_evaluation)
         self._create_children(root)
         self._report(report, root)
         best = self._best_child(root)
@@ -566,8 +573,10 @@ class PuctSearch(Search):
         return deadline is None or time.monotonic() + leaves * self.network_seconds < deadline
 
     def _abandon(self, batch: Batch) -> None:
-        """Give up a batch on its way (the search stops): its paths lose their virtual loss, its result is dropped."""
+        """Give up a batch on its way (the search stops): its paths lose their virtual loss and their depth, its
+        result is dropped."""
         for path in batch.paths:
+            self.depth_sum -= len(path) - 1
             for n in path:
                 n.virtual -= self.virtual_loss
         batch.paths = []
@@ -781,7 +790,7 @@ class PuctSearch(Search):
                 q = child.q() if child.visits else -root.q()
                 draw = child.draw_sum / child.visits if child.visits else None
                 score, wdl = q_to_cp(q), q_to_wdl(q, draw)
-            report(SearchInfo(depth=max(1, round(self.depth_sum / max(1, self.nodes))),
-                              seldepth=self.max_depth_seen, nodes=self.nodes, time_s=elapsed, pv=self._pv(child),
+            depth = max(1, round(self.depth_sum / max(1, self.nodes)))
+            report(SearchInfo(depth=depth, seldepth=max(depth, self.max_depth_seen), nodes=self.nodes, time_s=elapsed, pv=self._pv(child),
                               score=score, wdl=wdl, multipv=index + 1, hashfull=self.hashfull(),
                               tbhits=self.tbhits()))

@@ -8,7 +8,7 @@ import pytest
 
 from evaluators.base import Evaluation
 from evaluators.material import MaterialEvaluator, PstEvaluator
-from hackmate_core.score import cp_to_q
+from hackmate_core.score import cp_to_q, q_to_cp
 from search.alphabeta import AlphaBetaSearch
 from search.base import SearchControl
 from search.comparison import ComparisonSearch
@@ -116,12 +116,18 @@ def test_puct_reuses_tree_and_refilters_after_searchmoves():
     assert len(search.root.children) == board.legal_moves.count()  # the filtered root was not reused
 
 
-def test_puct_stops_on_stop_event():
-    search = PuctSearch(MaterialEvaluator())
+def test_puct_stopped_before_any_leaf_reports_the_roots_own_evaluation():
+    # a `stop` before the first leaf came back: the one node is the root's evaluation, not a made-up score of 0
+    evaluator = MaterialEvaluator()
+    board = chess.Board("rnbqkb1r/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1")  # Black lacks a knight
     control = SearchControl(infinite=True)
     control.stop()
-    result = search.search(chess.Board(), control, lambda info: None)
-    assert result.best_move in chess.Board().legal_moves
+    infos = []
+    result = PuctSearch(evaluator).search(board, control, infos.append)
+    assert result.best_move in board.legal_moves
+    last = infos[-1]
+    assert last.nodes == 1 and last.depth <= last.seldepth
+    assert last.score == q_to_cp(evaluator.evaluate(board).value) > 100
 
 
 class CaptureHungryEvaluator(MaterialEvaluator):
