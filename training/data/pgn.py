@@ -7,6 +7,7 @@ is counted with the reason, so nothing is dropped silently.
 
 from __future__ import annotations
 
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,6 +94,12 @@ def player_colours(headers: chess.pgn.Headers, player: str) -> frozenset[chess.C
     wanted = player.casefold()
     return frozenset(colour for colour, key in ((chess.WHITE, "White"), (chess.BLACK, "Black"))
                      if wanted in headers.get(key, "").casefold())
+
+
+def game_id(source: str, index: int) -> int:
+    """A stable id for game ``index`` of the file named ``source`` (validation splits by game; a shard directory
+    that keeps its source file beside it finds each position's game again by it)."""
+    return ((zlib.crc32(source.encode()) & 0x7FFFFF) << 32) | index
 
 
 def iter_games(path: Path, stats: ReadStats, worker: int = 0, workers: int = 1

@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 import chess
+import chess.pgn
 import chess.polyglot
 import numpy as np
 
 from evaluators.encoding import PLANES18, Encoding, assemble, get_encoding
 from evaluators.moves import move_to_index
-from training.data.pgn import DataError
+from training.data.pgn import DataError, ReadStats, game_id, iter_games
 
 FORMAT = "hackmate-shards"
 VERSION = 1
@@ -321,16 +322,71 @@ def load_dir(directory: Path, encoding: Optional[str] = None, columns: Iterable[
 
 
 def load_dir_encoded(directory: Path, encoding: Encoding) -> tuple[dict[str, np.ndarray], dict]:
-    """All shards of ``directory`` with their planes in ``encoding``: as stored, or encoded anew from the shards'
-    FENs (a network of another encoding measured on a test set). A FEN holds no game: an encoding that shows
-    history or last moves sees a game that starts there, and the meta's ``planes`` says so."""
+    """All shards of ``directory`` with their planes in ``encoding``: as stored, or encoded anew (a network of
+    another encoding measured on a test set). An encoding that shows history or last moves reads each position's
+    game from the PGN source the directory keeps beside its shards (:func:`kept_games`); without one it sees a
+    game that starts at the FEN, and the meta's ``planes`` says which."""
     arrays, meta = load_dir(directory)
     if meta["encoding"] == encoding.name:
         return arrays, meta
-    arrays["planes"] = np.array([encoding.packed(chess.Board(fen.decode())) for fen in arrays["fen"]],
-                                dtype=np.uint8).reshape(len(arrays["fen"]), encoding.binary_planes * 8)
-    history = "" if encoding.position_only else ", no game before them"
-    return arrays, {**meta, "planes": f"{encoding.name} from the FENs{history} (stored: {meta['encoding']})"}
+    games = {} if encoding.position_only else kept_games(directory, meta)
+    if games:
+        boards = replayed_positions(arrays, games, directory)
+        how = f"from the games of {', '.join(sorted({name for name, _ in games.values()}))}"
+    else:
+        boards = [chess.Board(fen.decode()) for fen in arrays["fen"]]
+        how = "from the FENs" + ("" if encoding.position_only else ", no game before them")
+    arrays["planes"] = np.array([encoding.packed(board) for board in boards],
+                                dtype=np.uint8).reshape(len(boards), encoding.binary_planes * 8)
+    return arrays, {**meta, "planes": f"{encoding.name} {how} (stored: {meta['encoding']})"}
+
+
+#: How a PGN source kept in a shard directory may be compressed (:func:`kept_games`).
+KEPT_SUFFIXES = ("", ".xz", ".gz", ".bz2")
+
+
+def kept_games(directory: Path, meta: dict) -> dict[int, tuple[str, chess.pgn.Game]]:
+    """The games of the PGN sources that ``directory`` keeps beside its shards (a file named as a shard's source,
+    or that name compressed), by :func:`~training.data.pgn.game_id`, each with its file's name: where a test set
+    that ships its games finds the moves before each position."""
+    games: dict[int, tuple[str, chess.pgn.Game]] = {}
+    names = sorted({name for shard in meta["shards"] for name in shard.get("sources", ()) if name.endswith(".pgn")})
+    for name in names:
+        path = next((directory / (name + suffix) for suffix in KEPT_SUFFIXES
+                     if (directory / (name + suffix)).is_file()), None)
+        if path is None:
+            continue
+        stats = ReadStats()
+        for index, game in iter_games(path, stats):
+            games[game_id(name, index)] = (path.name, game)
+        if stats.skipped:
+            raise DataError(f"{path}: {stats.summary()}")
+    return games
+
+
+def replayed_positions(arrays: dict[str, np.ndarray], games: dict[int, tuple[str, chess.pgn.Game]],
+                       directory: Path) -> list[chess.Board]:
+    """Each row's position played out from its game's start (the ``game`` and ``ply`` columns), the moves on the
+    board's stack; each checked to be the row's FEN."""
+    boards: list[chess.Board] = [chess.Board()] * len(arrays["fen"])
+    rows = sorted(range(len(boards)), key=lambda row: (int(arrays["game"][row]), int(arrays["ply"][row])))
+    board, moves, current, name = chess.Board(), [], -1, ""
+    for row in rows:
+        game, ply, fen = int(arrays["game"][row]), int(arrays["ply"][row]), arrays["fen"][row].decode()
+        if game != current:
+            if game not in games:
+                raise DataError(f"{directory}: position {row} ({fen}) comes from a game that no kept PGN holds")
+            current, (name, pgn_game) = game, games[game]
+            board, moves = pgn_game.board(), list(pgn_game.mainline_moves())
+        where = f"ply {ply} of game {(game & 0xFFFFFFFF) + 1} of {name}"
+        if ply > len(moves):
+            raise DataError(f"{directory}: position {row} ({fen}) is {where}, which that game does not reach")
+        while len(board.move_stack) < ply:
+            board.push(moves[len(board.move_stack)])
+        if board.fen() != fen:
+            raise DataError(f"{directory}: position {row} is {fen}, but {where} is {board.fen()}")
+        boards[row] = board.copy()
+    return boards
 
 
 def dir_keys(directory: Path) -> set[int]:

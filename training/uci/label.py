@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import random
 import time
-import zlib
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -38,7 +37,7 @@ from evaluators.moves import move_to_index
 from hackmate_core.epd import BadLine, read_epd
 from hackmate_core.textfiles import READ_ERRORS as DAMAGED_FILE, base_suffix, create_text
 from training.configs import LabelConfig
-from training.data.pgn import DataError, ReadStats, iter_games, open_text
+from training.data.pgn import DataError, ReadStats, game_id, iter_games, open_text
 from training.data.shards import ShardWriter, best_moves, dir_keys, excluded_keys, load_dir
 from training.data.targets import WDL_MODEL, engine_label, side_result
 from training.engines import EngineFailure, start_engine
@@ -94,11 +93,6 @@ class Summary:
 
 
 # --- reading and selecting -------------------------------------------------------------------------------
-
-def game_id(source: str, index: int) -> int:
-    """A stable id for game ``index`` of file ``source`` (validation splits by game)."""
-    return ((zlib.crc32(source.encode()) & 0x7FFFFF) << 32) | index
-
 
 def _kind(path: Path) -> str:
     suffix = base_suffix(path)
