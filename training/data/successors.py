@@ -18,7 +18,7 @@ from __future__ import annotations
 import chess
 import numpy as np
 
-from evaluators.encoding import PIECE_ORDER, PLANES18, get_encoding
+from evaluators.encoding import FEATURES36, FULL, MATERIAL_TYPES, PIECE_ORDER, PLANES18, get_encoding
 from evaluators.moves import POLICY_SIZE, slot_move
 
 #: Bytes of a planes18 row, and of its twelve piece planes (what comes before the castling planes).
@@ -121,3 +121,50 @@ def replay(stored: np.ndarray, other_planes: np.ndarray, replayed: np.ndarray, o
         step = order[first:last]
         pieces[step] = successor_pieces(pieces[step - 1], move[step])
     return np.concatenate([pieces.view(np.uint8).reshape(n, PIECE_BYTES), other_planes], axis=1)
+
+
+#: features36's planes beyond planes18's seventeen (evaluators.encoding), 8 bytes each.
+EXTRA_BYTES = get_encoding(FEATURES36).binary_planes * 8 - ROW_BYTES
+#: Set bits of each byte value.
+_POPCOUNT = np.array([bin(value).count("1") for value in range(256)], dtype=np.uint8)
+#: Rows at a time in :func:`features36_extra` (its counts take 96 bytes a row).
+_CHUNK = 1 << 20
+
+
+def _popcount(bitboards: np.ndarray) -> np.ndarray:
+    """The set squares of each of a (contiguous) array of uint64 bitboards, in its shape."""
+    return _POPCOUNT[bitboards.view(np.uint8)].reshape(*bitboards.shape, 8).sum(axis=-1, dtype=np.int64)
+
+
+def features36_extra(planes: np.ndarray, replayed: np.ndarray, offsets: np.ndarray, index: np.ndarray
+                     ) -> np.ndarray:
+    """(N, EXTRA_BYTES) uint8: features36's planes 17-34 as far as the rows' planes18 planes (N, ROW_BYTES) and the
+    games' moves give them: exact for the pieces' planes (ours, theirs, opposite-coloured bishops, material more
+    and fewer), empty for the checkers, and the last two moves where the rows before are the game's (``replayed``:
+    the previous row's single policy move led here). A pack stores features36's planes as their difference from
+    this (mostly zero), so a wrong guess costs size, never correctness."""
+    n = len(planes)
+    extra = np.zeros((n, EXTRA_BYTES // 8), dtype=np.uint64)
+    full = np.uint64(FULL)
+    for start in range(0, n, _CHUNK):
+        rows = slice(start, min(n, start + _CHUNK))
+        pieces = pieces_of(planes[rows])
+        extra[rows, 0] = np.bitwise_or.reduce(pieces[:, :6], axis=1)
+        extra[rows, 1] = np.bitwise_or.reduce(pieces[:, 6:], axis=1)
+        counts = _popcount(pieces)
+        bishop = PIECE_ORDER.index(chess.BISHOP)
+        light = _popcount((pieces[:, bishop] | pieces[:, 6 + bishop]) & np.uint64(chess.BB_LIGHT_SQUARES))
+        opposite = (counts[:, bishop] == 1) & (counts[:, 6 + bishop] == 1) & (light == 1)
+        extra[rows, 3] = np.where(opposite, full, np.uint64(0))
+        ours, theirs = counts[:, :len(MATERIAL_TYPES)], counts[:, 6:6 + len(MATERIAL_TYPES)]
+        extra[rows, 4:4 + len(MATERIAL_TYPES)] = np.where(ours > theirs, full, np.uint64(0))
+        extra[rows, 9:9 + len(MATERIAL_TYPES)] = np.where(ours < theirs, full, np.uint64(0))
+    _, move = predecessor_moves(offsets, index)
+    one = np.uint64(1)
+    last = np.flatnonzero(replayed)  # the opponent's move led here: squares of its frame, turned to ours
+    extra[last, 14] = one << (MOVES[move[last], 0] ^ 56).astype(np.uint64)
+    extra[last, 15] = one << (MOVES[move[last], 1] ^ 56).astype(np.uint64)
+    before = last[(last > 0) & replayed[np.maximum(last - 1, 0)]]  # our move before it: played in our frame
+    extra[before, 16] = one << MOVES[move[before - 1], 0].astype(np.uint64)
+    extra[before, 17] = one << MOVES[move[before - 1], 1].astype(np.uint64)
+    return extra.view(np.uint8)

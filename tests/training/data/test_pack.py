@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from tests.training.data.test_corpus import cache_dir, make, random_game, write_games  # noqa: F401 (cache_dir: a fixture)
 from training.__main__ import cli
-from training.data import corpus, shards, targets
+from training.data import corpus, shards, successors, targets
 from training.data import pack as corpus_pack
 
 
@@ -280,3 +280,26 @@ def test_a_pack_of_a_history_encoding_reads_back_too(tmp_path, cache_dir):  # no
     arrays, _, encoding = corpus_pack.read(pack, encoding="lc0-112")
     assert encoding == "lc0-112" and arrays["planes"].shape[1] > 17 * 8
     assert_same_arrays(arrays, expected, (name for name in shards.TRAINING_COLUMNS if name != "key"))
+
+
+def test_a_features36_pack_stores_its_extra_planes_as_their_prediction_error(tmp_path, cache_dir):  # noqa: F811
+    files = [write_games(tmp_path / "a.pgn", range(0, 4)), write_multipv(tmp_path / "labels.jsonl.gz")]
+    made = make(files, validation_period=3, encoding="features36")
+    pack = tmp_path / "corpus.pack"
+    corpus_pack.write(made.directory, pack)
+    expected, _, encoding = corpus.load_for_training(made.directory)
+    arrays, _, packed_encoding = corpus_pack.read(pack)
+    assert encoding == packed_encoding == "features36"
+    assert_same_arrays(arrays, expected, (name for name in shards.TRAINING_COLUMNS if name != "key"))
+    with zipfile.ZipFile(pack) as archive:
+        residual = np.lib.format.read_array(archive.open(f"{corpus_pack.EXTRA_PLANES}.npy"))
+        replayed = np.lib.format.read_array(archive.open(f"{corpus_pack.REPLAYED}.npy"))
+        other = np.lib.format.read_array(archive.open(f"{corpus_pack.OTHER_PLANES}.npy"))
+    assert other.shape[1] == successors.ROW_BYTES - successors.PIECE_BYTES  # planes18's castling and en passant
+    wrong = residual.reshape(len(residual), 18, 8).any(axis=2)
+    # the pieces' planes (ours, theirs, opposite bishops, material) are predicted exactly; the last two moves of
+    # a game's third position on (its two rows before replayed); only the checkers are left to store there
+    assert not wrong[:, [0, 1, *range(3, 14)]].any()
+    third_on = replayed & np.concatenate([[False], replayed[:-1]])
+    assert third_on.sum() > len(replayed) // 2 and not wrong[third_on][:, 14:].any()
+    assert 0 < wrong[:, 2].sum() < len(replayed) // 4  # positions in check
