@@ -791,6 +791,6 @@ class PuctSearch(Search):
                 draw = child.draw_sum / child.visits if child.visits else None
                 score, wdl = q_to_cp(q), q_to_wdl(q, draw)
             depth = max(1, round(self.depth_sum / max(1, self.nodes)))
-            report(SearchInfo(depth=depth, seldepth=max(depth, self.max_depth_seen), nodes=self.nodes, time_s=elapsed, pv=self._pv(child),
-                              score=score, wdl=wdl, multipv=index + 1, hashfull=self.hashfull(),
-                              tbhits=self.tbhits()))
+            report(SearchInfo(depth=depth, seldepth=max(depth, self.max_depth_seen), nodes=self.nodes,
+                              time_s=elapsed, pv=self._pv(child), score=score, wdl=wdl, multipv=index + 1,
+                              hashfull=self.hashfull(), tbhits=self.tbhits()))

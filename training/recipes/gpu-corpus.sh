@@ -16,6 +16,8 @@
 # start from (default weights/resnet.pt; e.g. a run's swa.pt). LR: A's and B's learning rate (default 1e-3); LR_C: C's
 # (default 5e-4). PROCS: processes each run trains in, under torchrun (DistributedDataParallel, one GPU each; default:
 # every GPU nvidia-smi lists): the same steps as one process with the same total batch, PROCS times the data work.
+# GROW=1: INIT is grown into the pack's encoding (train --grow: a planes18 network's new input channels at zero, for
+# a corpus prepared with --encoding features36; issue 56).
 # Toy scale on a CPU (3,000 positions of the pack; reading the pack takes three processes on two cores half a minute;
 # PROCS=2 trains each run in two CPU processes under torchrun, as on two GPUs):
 #   SCALE=toy MIN=1.6 OUT=/tmp/out WORK=/tmp/gpu-corpus bash training/recipes/gpu-corpus.sh
@@ -24,6 +26,7 @@ START=$SECONDS
 CARRY=${CARRY:-.carry}; export PYTHONPATH=$CARRY/chess.zip${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; WORK=${WORK:-runs/gpu-corpus}; MIN=${MIN:-9.3}; PACK=${PACK:-$CARRY/corpus.pack}
 INIT=${INIT:-weights/resnet.pt}; LR=${LR:-1e-3}; LR_C=${LR_C:-5e-4}
+GROW_ARGS=(); [ "${GROW:-0}" = 1 ] && GROW_ARGS=(--grow)
 mkdir -p "$OUT" "$WORK"
 if [ "${SCALE:-full}" = toy ]; then
   DEV=cpu; BS=64; SWA=2; EXTRA=(--max-samples 3000); RESERVE=45; PROCS=${PROCS:-1}
@@ -40,11 +43,12 @@ fi
 BUDGET=$(python3 -c "print(round(($MIN * 60 - $RESERVE) / 60, 2))")
 STOP=$(python3 -c "print(round($BUDGET + 0.4, 2))")           # train's own stop (with a checkpoint), a safety
 KILL=$(python3 -c "print(int($MIN * 60 - 20))")                # the last resort, before the device's limit
-echo "three runs at once, $BUDGET minutes each, lr $LR (A, B) and $LR_C (C), on $DEV in $PROCS processes each;" \
+echo "three runs at once from $INIT${GROW_ARGS:+ (grown)}, $BUDGET minutes each, lr $LR (A, B) and $LR_C (C)," \
+  "on $DEV in $PROCS processes each;" \
   "pack $(du -h "$PACK" | cut -f1)"
 run() {  # name, then train's options beside the common ones
   local name=$1; shift
-  OMP_NUM_THREADS=$THREADS timeout "$KILL" "${TRAIN[@]}" "$PACK" --out "$WORK/$name" --init "$INIT" \
+  OMP_NUM_THREADS=$THREADS timeout "$KILL" "${TRAIN[@]}" "$PACK" --out "$WORK/$name" --init "$INIT" "${GROW_ARGS[@]}" \
     --batch-size "$BS" --lr "$LR" --temperature 10 --swa-every "$SWA" --mirror --device "$DEV" \
     --budget-minutes "$BUDGET" --max-minutes "$STOP" "${EXTRA[@]}" "$@" > "$WORK/$name.log" 2>&1
   echo "== $name exit $? after $((SECONDS - START)) s"
