@@ -249,7 +249,8 @@ class PuctSearch(Search):
     def search(self, board: chess.Board, control: SearchControl, report: Reporter) -> SearchResult:
         board = board.copy()
         self.control = control
-        allowed = self.root_moves(board, control).moves
+        root_moves = self.root_moves(board, control)
+        allowed = root_moves.moves
         if not allowed:
             return SearchResult(None)
         compiled_root = self._compiled_root(board)
@@ -315,7 +316,10 @@ class PuctSearch(Search):
             for batch in on_the_way:
                 self._abandon(batch)
         if not root.visits:  # stopped before any leaf came back: the root's own evaluation is the one node
-            if root_evaluation is None:
+            result = root_moves.tablebase_result
+            if result is not None:  # the tables know better than the network
+                root_evaluation = Evaluation(float(result), 1.0 - abs(result))
+            elif root_evaluation is None:
                 root_evaluation = self.evaluator.evaluate(board, moves)
             self._settle([root], root_evaluation)
         self._create_children(root)

@@ -13,9 +13,11 @@ import chess
 import pytest
 
 from engine.backends import apply_hash, build_evaluator, build_search
+from evaluators.material import MaterialEvaluator
 from hackmate_core.score import TB_WIN_CP
 from hackmate_core.tablebase import Tablebase
 from search.base import SearchControl
+from search.puct import PuctSearch
 from tests.conftest import ROOT
 
 SYZYGY = Path(os.environ.get("SYZYGY_PATH", ROOT.parent / "shared" / "data" / "syzygy"))
@@ -123,3 +125,15 @@ def test_every_search_probes_inside_its_tree(name, tablebase):
     assert result.best_move.uci() == "d1d4"
     assert infos[-1].tbhits > 0
     assert infos[-1].score_cp >= TB_WIN_CP - 100 or name == "puct"  # PUCT averages: its Q stays below 1
+
+
+def test_puct_stopped_at_once_at_a_tablebase_root_reports_the_tables_result(tablebase):
+    for fen, sign in ((DRAWN_KRVKR, 0), ("8/8/8/4k3/8/8/8/R3K3 b - - 0 1", -1)):
+        search = PuctSearch(MaterialEvaluator())  # its value says equal material, or a rook down: not the tables'
+        search.tablebase = tablebase
+        control = SearchControl(infinite=True)
+        control.stop()
+        infos = []
+        search.search(chess.Board(fen), control, infos.append)
+        assert infos[-1].nodes == 1
+        assert infos[-1].score * sign > 1000 if sign else infos[-1].score == 0

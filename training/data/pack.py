@@ -14,9 +14,9 @@ scores give (the MultiPV policy probabilities, the W/D/L targets), where they al
 they give, and the piece planes of every position that the previous row's move leads to
 (training.data.successors: a game's consecutive positions; 84% of the corpus); ``read`` recomputes them.
 A ``features36`` corpus's eighteen planes beyond ``planes18``'s are stored as their difference from what the
-others and the moves give (successors.features36_extra; zero but for the checkers and the last moves of rows
-that are not replayed): the shared corpus's 4.3M positions pack to 25.1 MB, not the 69.7 MB of their planes
-stored whole (the device's carry takes 64 MiB).
+others and the moves give (successors.features36_extra; zero but for the checkers, and for the last two moves
+where the rows before a position are not its game's): the shared corpus's 4.3M positions pack to 25.1 MB, not
+the 69.7 MB of their planes stored whole (the device's carry takes 64 MiB).
 """
 
 from __future__ import annotations

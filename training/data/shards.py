@@ -37,7 +37,8 @@ import numpy as np
 
 from evaluators.encoding import PLANES18, Encoding, assemble, get_encoding
 from evaluators.moves import move_to_index
-from training.data.pgn import DataError, ReadStats, game_id, iter_games
+from hackmate_core.textfiles import base_suffix
+from training.data.pgn import DataError, ReadStats, game_id, iter_games, with_history
 
 FORMAT = "hackmate-shards"
 VERSION = 1
@@ -350,27 +351,27 @@ def kept_games(directory: Path, meta: dict) -> dict[int, tuple[str, chess.pgn.Ga
     or that name compressed), by :func:`~training.data.pgn.game_id`, each with its file's name: where a test set
     that ships its games finds the moves before each position."""
     games: dict[int, tuple[str, chess.pgn.Game]] = {}
-    names = sorted({name for shard in meta["shards"] for name in shard.get("sources", ()) if name.endswith(".pgn")})
+    names = sorted({name for shard in meta["shards"] for name in shard.get("sources", ())
+                    if base_suffix(Path(name)) == ".pgn"})
     for name in names:
         path = next((directory / (name + suffix) for suffix in KEPT_SUFFIXES
                      if (directory / (name + suffix)).is_file()), None)
         if path is None:
             continue
-        stats = ReadStats()
-        for index, game in iter_games(path, stats):
+        # a game that cannot be read is left out: a row of it is refused by replayed_positions, with its name
+        for index, game in iter_games(path, ReadStats()):
             games[game_id(name, index)] = (path.name, game)
-        if stats.skipped:
-            raise DataError(f"{path}: {stats.summary()}")
     return games
 
 
 def replayed_positions(arrays: dict[str, np.ndarray], games: dict[int, tuple[str, chess.pgn.Game]],
                        directory: Path) -> list[chess.Board]:
-    """Each row's position played out from its game's start (the ``game`` and ``ply`` columns), the moves on the
-    board's stack; each checked to be the row's FEN."""
-    boards: list[chess.Board] = [chess.Board()] * len(arrays["fen"])
+    """Each row's position played out from its game's start (the ``game`` column, and ``ply``: the position's
+    ``board.ply()``, counted from the game's first position's), with as much of the game on the board's stack as
+    an encoding reads; each checked to be the row's FEN."""
+    boards: list[Optional[chess.Board]] = [None] * len(arrays["fen"])
     rows = sorted(range(len(boards)), key=lambda row: (int(arrays["game"][row]), int(arrays["ply"][row])))
-    board, moves, current, name = chess.Board(), [], -1, ""
+    board, moves, first_ply, current, name = chess.Board(), [], 0, -1, ""
     for row in rows:
         game, ply, fen = int(arrays["game"][row]), int(arrays["ply"][row]), arrays["fen"][row].decode()
         if game != current:
@@ -378,15 +379,16 @@ def replayed_positions(arrays: dict[str, np.ndarray], games: dict[int, tuple[str
                 raise DataError(f"{directory}: position {row} ({fen}) comes from a game that no kept PGN holds")
             current, (name, pgn_game) = game, games[game]
             board, moves = pgn_game.board(), list(pgn_game.mainline_moves())
+            first_ply = board.ply()
         where = f"ply {ply} of game {(game & 0xFFFFFFFF) + 1} of {name}"
-        if ply > len(moves):
+        if not first_ply <= ply <= first_ply + len(moves):
             raise DataError(f"{directory}: position {row} ({fen}) is {where}, which that game does not reach")
-        while len(board.move_stack) < ply:
+        while first_ply + len(board.move_stack) < ply:
             board.push(moves[len(board.move_stack)])
         if board.fen() != fen:
             raise DataError(f"{directory}: position {row} is {fen}, but {where} is {board.fen()}")
-        boards[row] = board.copy()
-    return boards
+        boards[row] = with_history(board)
+    return boards  # type: ignore[return-value]
 
 
 def dir_keys(directory: Path) -> set[int]:

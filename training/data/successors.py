@@ -41,6 +41,11 @@ def _move_table() -> np.ndarray:
 MOVES = _move_table()
 
 
+def _bit(square: np.ndarray) -> np.ndarray:
+    """The bitboards of ``square`` (int64 array), shifts kept in range: their result beyond 63 differs by CPU."""
+    return np.uint64(1) << np.clip(square, 0, 63).astype(np.uint64)
+
+
 def pieces_of(planes: np.ndarray) -> np.ndarray:
     """(N, 12) uint64 piece bitboards of (N, ROW_BYTES) uint8 planes."""
     return np.ascontiguousarray(planes[:, :PIECE_BYTES]).view("<u8")
@@ -53,28 +58,23 @@ def successor_pieces(pieces: np.ndarray, moves: np.ndarray) -> np.ndarray:
     queen unless the slot names an underpromotion); a capture clears the to square of theirs, a king's two-file
     step takes its rook along, and a pawn's diagonal step to an empty square captures en passant. A row whose move
     starts on none of our pieces comes out with nothing moved (a capture cleared): :func:`replayable` rejects it."""
-    one = np.uint64(1)
     start, end, promotion = (MOVES[moves, k] for k in range(3))
     ours, theirs = pieces[:, :6].copy(), pieces[:, 6:].copy()
-
-    def bit(square: np.ndarray) -> np.ndarray:  # shifts kept in range: their result beyond 63 differs by CPU
-        return one << np.clip(square, 0, 63).astype(np.uint64)
-
-    from_bit, to_bit = bit(start), bit(end)
+    from_bit, to_bit = _bit(start), _bit(end)
     rows = np.arange(len(moves))
     on_from = (ours & from_bit[:, None]) != 0
     moving = np.where(on_from.any(axis=1) & (start >= 0), on_from.argmax(axis=1), -1)
     captures = ((theirs & to_bit[:, None]) != 0).any(axis=1)
     en_passant = (moving == PAWN) & (start % 8 != end % 8) & ~captures
     theirs &= ~to_bit[:, None]
-    theirs[en_passant, PAWN] &= ~bit(end[en_passant] - 8)
+    theirs[en_passant, PAWN] &= ~_bit(end[en_passant] - 8)
     valid = moving >= 0
     ours[rows[valid], moving[valid]] &= ~from_bit[valid]
     lands_as = np.where((moving == PAWN) & (end >= 56), np.where(promotion >= 0, promotion, QUEEN), moving)
     ours[rows[valid], lands_as[valid]] |= to_bit[valid]
     castles = (moving == KING) & (np.abs(end - start) == 2)
-    rook_from = bit(np.where(end > start, start + 3, start - 4)[castles])
-    rook_to = bit(np.where(end > start, start + 1, start - 1)[castles])
+    rook_from = _bit(np.where(end > start, start + 3, start - 4)[castles])
+    rook_to = _bit(np.where(end > start, start + 1, start - 1)[castles])
     ours[castles, ROOK] = (ours[castles, ROOK] & ~rook_from) | rook_to
     turned = np.concatenate([theirs, ours], axis=1)
     return turned.byteswap()  # reversing a bitboard's bytes reverses its ranks: the opponent plays up the board
@@ -160,11 +160,10 @@ def features36_extra(planes: np.ndarray, replayed: np.ndarray, offsets: np.ndarr
         extra[rows, 4:4 + len(MATERIAL_TYPES)] = np.where(ours > theirs, full, np.uint64(0))
         extra[rows, 9:9 + len(MATERIAL_TYPES)] = np.where(ours < theirs, full, np.uint64(0))
     _, move = predecessor_moves(offsets, index)
-    one = np.uint64(1)
     last = np.flatnonzero(replayed)  # the opponent's move led here: squares of its frame, turned to ours
-    extra[last, 14] = one << (MOVES[move[last], 0] ^ 56).astype(np.uint64)
-    extra[last, 15] = one << (MOVES[move[last], 1] ^ 56).astype(np.uint64)
-    before = last[(last > 0) & replayed[np.maximum(last - 1, 0)]]  # our move before it: played in our frame
-    extra[before, 16] = one << MOVES[move[before - 1], 0].astype(np.uint64)
-    extra[before, 17] = one << MOVES[move[before - 1], 1].astype(np.uint64)
+    extra[last, 14] = _bit(MOVES[move[last], 0] ^ 56)
+    extra[last, 15] = _bit(MOVES[move[last], 1] ^ 56)
+    before = last[replayed[last - 1]]  # our move before it, played in our frame (the first row is never replayed)
+    extra[before, 16] = _bit(MOVES[move[before - 1], 0])
+    extra[before, 17] = _bit(MOVES[move[before - 1], 1])
     return extra.view(np.uint8)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import lzma
 import shutil
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 from evaluators.encoding import get_encoding
 from training.data import shards
-from training.data.pgn import DataError
+from training.data.pgn import DataError, game_id
 
 TESTSET = Path(__file__).resolve().parents[3] / "testset"
 GAMES = "testset-games.pgn.xz"
@@ -79,3 +80,15 @@ def test_kept_games_that_are_not_the_positions_games_are_an_error(tmp_path):
     (copy / "testset-games.pgn").write_text("[Event" + second + "\n\n" + first + "\n\n[Event" + rest)
     with pytest.raises(DataError, match=r"position \d+ is .*, but ply \d+ of game 1 of testset-games.pgn is"):
         shards.load_dir_encoded(copy, get_encoding("features36"))
+
+
+def test_a_kept_game_that_starts_from_a_fen_is_played_out_from_its_own_first_ply(tmp_path):
+    start = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 10"
+    game = chess.pgn.read_game(io.StringIO(f'[FEN "{start}"]\n[SetUp "1"]\n\n10. Bb5 a6 11. Ba4 *\n'))
+    after_one, after_all = game.next().board(), game.end().board()
+    gid = game_id("games.pgn", 0)
+    arrays = {"game": np.array([gid, gid]), "ply": np.array([after_all.ply(), after_one.ply()]),
+              "fen": np.array([after_all.fen().encode(), after_one.fen().encode()])}
+    boards = shards.replayed_positions(arrays, {gid: ("games.pgn", game)}, tmp_path)
+    assert [board.fen() for board in boards] == [after_all.fen(), after_one.fen()]
+    assert [move.uci() for move in boards[0].move_stack] == ["f1b5", "a7a6", "b5a4"]
