@@ -102,6 +102,11 @@ def game_id(source: str, index: int) -> int:
     return ((zlib.crc32(source.encode()) & 0x7FFFFF) << 32) | index
 
 
+def game_index(identity: int) -> int:
+    """The index in its file of the game whose :func:`game_id` is ``identity``."""
+    return identity & 0xFFFFFFFF
+
+
 def iter_games(path: Path, stats: ReadStats, worker: int = 0, workers: int = 1
                ) -> Iterator[tuple[int, chess.pgn.Game]]:
     """(index, game) for the games of ``path`` with index % workers == worker; parse errors raise DataError."""

@@ -38,7 +38,7 @@ import numpy as np
 from evaluators.encoding import PLANES18, Encoding, assemble, get_encoding
 from evaluators.moves import move_to_index
 from hackmate_core.textfiles import base_suffix
-from training.data.pgn import DataError, ReadStats, game_id, iter_games, with_history
+from training.data.pgn import DataError, ReadStats, game_id, game_index, iter_games, with_history
 
 FORMAT = "hackmate-shards"
 VERSION = 1
@@ -380,7 +380,7 @@ def replayed_positions(arrays: dict[str, np.ndarray], games: dict[int, tuple[str
             current, (name, pgn_game) = game, games[game]
             board, moves = pgn_game.board(), list(pgn_game.mainline_moves())
             first_ply = board.ply()
-        where = f"ply {ply} of game {(game & 0xFFFFFFFF) + 1} of {name}"
+        where = f"ply {ply} of game {game_index(game) + 1} of {name}"
         if not first_ply <= ply <= first_ply + len(moves):
             raise DataError(f"{directory}: position {row} ({fen}) is {where}, which that game does not reach")
         while first_ply + len(board.move_stack) < ply:

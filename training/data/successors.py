@@ -24,7 +24,8 @@ from evaluators.moves import POLICY_SIZE, slot_move
 #: Bytes of a planes18 row, and of its twelve piece planes (what comes before the castling planes).
 ROW_BYTES = get_encoding(PLANES18).binary_planes * 8
 PIECE_BYTES = get_encoding(PLANES18).castling_planes.start * 8
-PAWN, ROOK, QUEEN, KING = (PIECE_ORDER.index(piece) for piece in (chess.PAWN, chess.ROOK, chess.QUEEN, chess.KING))
+PAWN, BISHOP, ROOK, QUEEN, KING = (PIECE_ORDER.index(piece) for piece in (chess.PAWN, chess.BISHOP, chess.ROOK,
+                                                                          chess.QUEEN, chess.KING))
 
 
 def _move_table() -> np.ndarray:
@@ -152,9 +153,8 @@ def features36_extra(planes: np.ndarray, replayed: np.ndarray, offsets: np.ndarr
         extra[rows, 0] = np.bitwise_or.reduce(pieces[:, :6], axis=1)
         extra[rows, 1] = np.bitwise_or.reduce(pieces[:, 6:], axis=1)
         counts = _popcount(pieces)
-        bishop = PIECE_ORDER.index(chess.BISHOP)
-        light = _popcount((pieces[:, bishop] | pieces[:, 6 + bishop]) & np.uint64(chess.BB_LIGHT_SQUARES))
-        opposite = (counts[:, bishop] == 1) & (counts[:, 6 + bishop] == 1) & (light == 1)
+        light = _popcount((pieces[:, BISHOP] | pieces[:, 6 + BISHOP]) & np.uint64(chess.BB_LIGHT_SQUARES))
+        opposite = (counts[:, BISHOP] == 1) & (counts[:, 6 + BISHOP] == 1) & (light == 1)
         extra[rows, 3] = np.where(opposite, full, np.uint64(0))
         ours, theirs = counts[:, :len(MATERIAL_TYPES)], counts[:, 6:6 + len(MATERIAL_TYPES)]
         extra[rows, 4:4 + len(MATERIAL_TYPES)] = np.where(ours > theirs, full, np.uint64(0))

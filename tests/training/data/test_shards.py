@@ -14,7 +14,7 @@ import pytest
 
 from evaluators.encoding import get_encoding
 from training.data import shards
-from training.data.pgn import DataError, game_id
+from training.data.pgn import DataError, game_id, game_index
 
 TESTSET = Path(__file__).resolve().parents[3] / "testset"
 GAMES = "testset-games.pgn.xz"
@@ -23,7 +23,7 @@ GAMES = "testset-games.pgn.xz"
 def played_out(row: int, stored: dict) -> chess.Board:
     """The test set's position ``row`` played out from its game, read straight from the shipped PGN."""
     with lzma.open(TESTSET / GAMES, "rt") as handle:
-        for _ in range(int(stored["game"][row]) & 0xFFFFFFFF):
+        for _ in range(game_index(int(stored["game"][row]))):
             chess.pgn.skip_game(handle)
         game = chess.pgn.read_game(handle)
     board = game.board()
