@@ -175,6 +175,12 @@ static PyObject *Searcher_search(SearcherObject *self, PyObject *args, PyObject 
     return Py_BuildValue("(iN)", score, hb_list(s->pv[0], s->pv_length[0], hb_move_item));
 }
 
+static PyObject *Searcher_partial(SearcherObject *self, PyObject *unused) {
+    cab_search *s = self->search;
+    if (!s->pv_length[0]) Py_RETURN_NONE;
+    return Py_BuildValue("(iN)", s->root_score, hb_list(s->pv[0], s->pv_length[0], hb_move_item));
+}
+
 static PyObject *Searcher_history(SearcherObject *self, PyObject *unused) {
     return hb_list(self->search->history, HISTORY_SIZE, hb_int64_item);
 }
@@ -220,6 +226,8 @@ static PyMethodDef Searcher_methods[] = {
               "None when stopped(nodes) or the node budget stopped it. excluded: root move codes to skip; allowed: "
               "None or the only root move codes to search; probe(state) -> +1 / 0 / -1 / None: a tablebase result, "
               "or None for no tables."),
+    HB_METHOD("partial", Searcher_partial, METH_NOARGS,
+              "partial(): after a stopped search, the best root move it finished: (score, pv codes), or None."),
     HB_METHOD("history", Searcher_history, METH_NOARGS, "history(): the 4096 history counts [from * 64 + to]."),
     HB_METHOD("clear", Searcher_clear, METH_NOARGS, "clear(): empty the transposition table."),
     HB_METHOD("hashfull", Searcher_hashfull, METH_NOARGS,

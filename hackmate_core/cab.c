@@ -317,6 +317,7 @@ static int negamax(cab_search *s, const cb_position *p, int depth, int alpha, in
                     s->pv[ply][0] = move;
                     memcpy(&s->pv[ply][1], s->pv[ply + 1], (size_t)length * sizeof(cb_move));
                     s->pv_length[ply] = length + 1;
+                    if (ply == 0) s->root_score = score;   /* AlphaBetaSearch.root_line */
                 }
                 if (score >= beta) {
                     if (!capture) {   /* AlphaBetaSearch._remember_quiet */

@@ -52,6 +52,7 @@ typedef struct {
     cb_move killers[CAB_MAX_PLY + 1][2];
     cb_move pv[CAB_MAX_PLY + 2][CAB_MAX_PLY + 2];
     int pv_length[CAB_MAX_PLY + 2];
+    int root_score;                     /* the score of pv[0], the best finished root move so far */
     cb_move moves[CAB_MAX_PLY + 2][CB_MAX_MOVES];    /* each ply's moves (one node a ply is open at a time) */
     int64_t order[CAB_MAX_PLY + 2][CB_MAX_MOVES];    /* and their ordering scores */
     uint64_t *keys;                     /* Polyglot keys of the game since the last irreversible move and the path */
@@ -80,7 +81,8 @@ int cab_set_keys(cab_search *search, const uint64_t *keys, int count);
 /* The static evaluation of the side to move (MaterialEvaluator / PstEvaluator.centipawns). */
 int cab_evaluate(const cab_search *search, const cb_position *position);
 /* One root search of the iteration at depth (AlphaBetaSearch._negamax at ply 0 with a full window):
- * the score; the principal variation in pv[0] (pv_length[0] moves). aborted set: stopped, score meaningless. */
+ * the score; the principal variation in pv[0] (pv_length[0] moves). aborted set: stopped, score meaningless,
+ * and pv[0] with root_score the best root move it finished (pv_length[0] 0: none). */
 int cab_search_root(cab_search *search, int depth);
 
 #endif

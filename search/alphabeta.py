@@ -96,6 +96,8 @@ class AlphaBetaSearch(Search):
         #: The root's tablebase result (+1 / 0 / -1) when the tables cover it.
         self.root_tablebase_result: Optional[int] = None
         self.pv: list[list[chess.Move]] = [[] for _ in range(MAX_PLY + 2)]
+        #: The iteration's best finished root move so far in Python, (score, line), for a search stopped in it.
+        self.root_line: Optional[tuple[int, list[chess.Move]]] = None
         #: The evaluation as the compiled search's table, when there is a compiled search for it.
         self.evaluation_table = compiled_evaluation(evaluator) if compiled.calphabeta is not None else None
         #: The compiled search and its table, made at its first use (None: not yet, or searching in Python).
@@ -155,6 +157,7 @@ class AlphaBetaSearch(Search):
         for depth in range(1, MAX_PLY):
             lines: list[tuple[int, list[chess.Move]]] = []
             self.excluded_root = set()
+            self.root_line = None
             self.seldepth = 0
             try:
                 for index in range(multipv):
@@ -170,6 +173,11 @@ class AlphaBetaSearch(Search):
             except SearchStopped:
                 if lines:  # a finished first line of a partial iteration is still better informed
                     best_lines = lines + best_lines[len(lines):]
+                elif depth == 1:  # no iteration finished: the best root move searched so far, if any
+                    partial = self._partial_line(searcher)
+                    if partial is not None:
+                        best_lines = [partial]
+                        self._report(report, depth, *partial, 1)
                 break
             best_lines = lines
             best_score = lines[0][0]
@@ -213,6 +221,13 @@ class AlphaBetaSearch(Search):
             raise SearchStopped
         score, codes = result
         return score, [compiled.code_move(code) for code in codes]
+
+    def _partial_line(self, searcher: Any) -> Optional[tuple[int, list[chess.Move]]]:
+        """The stopped root search's best finished root move so far, with its score and line, or None."""
+        if searcher is None:
+            return self.root_line
+        partial = searcher.partial()
+        return None if partial is None else (partial[0], [compiled.code_move(code) for code in partial[1]])
 
     def _history_keys(self, board: chess.Board) -> list[int]:
         """Zobrist keys of the game's positions since the last irreversible move."""
@@ -333,6 +348,8 @@ class AlphaBetaSearch(Search):
                         alpha = score
                         if pv_node:
                             self.pv[ply] = [move] + self.pv[ply + 1]
+                            if ply == 0:
+                                self.root_line = (score, self.pv[0])
                         if score >= beta:
                             if not capture:
                                 self._remember_quiet(move, depth, ply)

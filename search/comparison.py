@@ -281,8 +281,9 @@ class ComparisonSearch(Search):
             try:
                 leaf = iteration(depth)
             except SearchStopped:
-                # a stopped iteration that finished the last one's move first knows better, as far as it went
-                if best is not None and self.root_best is not None and self.root_first == best.pv[0]:
+                # a stopped iteration that finished the last one's move first knows better, as far as it went;
+                # a stopped first iteration's best root move so far is all there is
+                if self.root_best is not None and (best is None or self.root_first == best.pv[0]):
                     best = self.root_best
                     self._report(report, depth, best, board, root_features)
                 break

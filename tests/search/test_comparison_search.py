@@ -24,7 +24,7 @@ from search.comparison import (EXACT, LATE_MOVE_PRUNING_MOVES, LOWER, TRANSPOSIT
 from hackmate_core import compiled
 from hackmate_core.boards import transposition_key
 from tests.search.test_comparison_quiescence import POISONED, MaterialComparator
-from tests.search.test_search import MATE_IN_ONE, MATE_IN_TWO
+from tests.search.test_search import HANGING_QUEEN, MATE_IN_ONE, MATE_IN_TWO
 from tests.uci_inprocess import Driver
 
 # White can promote on e8 (+800 for the comparator that counts material) or take a knight with the rook (+320).
@@ -567,6 +567,19 @@ def test_no_null_move_reaches_the_uci_lines(monkeypatch, path):
             move = chess.Move.from_uci(uci)
             assert move and move in board.legal_moves, (line, uci)
             board.push(move)
+
+
+@pytest.mark.parametrize("path", ["compiled", "python"] if compiled.ccomparison is not None else ["python"])
+def test_a_stopped_first_iteration_plays_the_best_root_move_it_finished(network, monkeypatch, path):
+    network.new_game()
+    search = ComparisonSearch(network)
+    if path == "python":
+        monkeypatch.setattr(search, "_compiled_network", lambda: None)
+    infos = []
+    result = search.search(chess.Board(HANGING_QUEEN), SearchControl(max_nodes=16), infos.append)
+    assert search.nodes == 16 and search.searched_compiled == (path == "compiled")
+    assert result.best_move.uci() == "f3h4"  # the capture, searched first; f3g5 is the first legal move
+    assert [(info.depth, info.pv[0].uci()) for info in infos] == [(1, "f3h4")]
 
 
 def test_a_stopped_iteration_plays_the_move_that_beat_the_last_choice():

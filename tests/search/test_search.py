@@ -181,6 +181,26 @@ def test_hashfull_reported_by_alphabeta_and_puct():
     assert 0 < infos[-1].hashfull < 1000
 
 
+#: Nxh4 wins the queen; f3g5 comes first among the legal moves.
+HANGING_QUEEN = "r1b1kb1r/pppp1ppp/2n2n2/4p3/4P2q/2N2N2/PPPP1PPP/R1BQKB1R w KQkq - 0 1"
+
+
+@pytest.mark.parametrize("name", ["alphabeta", "alphabeta in Python", "comparison"])
+def test_a_search_stopped_in_its_first_iteration_plays_and_reports_the_best_root_move_it_finished(name):
+    # 16 nodes end the first iteration after the capture, searched first, and a few more root moves (a `go
+    # movetime 1`); the search used to answer with the first legal move, unsearched and unreported.
+    search = SEARCHES[name.split()[0]]()
+    if name == "alphabeta in Python":
+        search.evaluation_table = None
+    infos = []
+    result = search.search(chess.Board(HANGING_QUEEN), SearchControl(max_nodes=16), infos.append)
+    assert search.nodes == 16
+    assert result.best_move.uci() == "f3h4"
+    assert [(info.depth, info.pv[0].uci()) for info in infos] == [(1, "f3h4")]
+    if name != "comparison":
+        assert infos[0].score == 900
+
+
 @pytest.mark.parametrize("name", SEARCHES)
 def test_every_search_plays_chess960_castling(name):
     # Shredder-FEN start of Chess960 position 'BQNBRKRN'-like: castling is king takes rook
