@@ -120,6 +120,11 @@ def decode(name: str, stored: np.ndarray) -> np.ndarray:
     return column
 
 
+def stores_extra_planes(encoding: str) -> bool:
+    """Whether a pack of ``encoding`` keeps planes beyond planes18's as EXTRA_PLANES (features36's)."""
+    return encoding == FEATURES36
+
+
 def packed_columns(probabilities_derived: bool, wdl_derived: bool, extra_planes: bool) -> list[str]:
     """The columns a pack holds: COLUMNS less what is derived, with WDL_KNOWN in place of derived W/D/L, and
     EXTRA_PLANES in a features36 pack."""
@@ -132,7 +137,7 @@ def planes_columns(arrays: dict[str, np.ndarray], encoding: str) -> dict[str, np
     """STORED_PIECES, OTHER_PLANES and REPLAYED (and EXTRA_PLANES in ``features36``) for ``arrays``' planes,
     checked to give them back."""
     planes, offsets, index = arrays["planes"], arrays["policy_offset"], arrays["policy_index"]
-    extra = encoding == FEATURES36
+    extra = stores_extra_planes(encoding)
     base = np.ascontiguousarray(planes[:, :successors.ROW_BYTES]) if extra else planes
     replayed = successors.replayable(base, offsets, index)
     pieces = successors.PIECE_BYTES
@@ -210,7 +215,7 @@ def read(path: Path, encoding: Optional[str] = None, temperature: float = 0.0
                 raise PackError(f"{path}: W/D/L targets of the {wdl_model!r} model, not {WDL_MODEL!r}")
             arrays = {name: decode(name, np.lib.format.read_array(io.BytesIO(pack.read(f"{name}.npy"))))
                       for name in packed_columns(bool(packed_temperature), bool(wdl_model),
-                                                 manifest["encoding"] == FEATURES36)}
+                                                 stores_extra_planes(manifest["encoding"]))}
             n, entries = manifest["positions"], manifest["entries"]
             stored = n - manifest["replayed"]
             row_bytes = get_encoding(manifest["encoding"]).binary_planes * 8
@@ -225,7 +230,7 @@ def read(path: Path, encoding: Optional[str] = None, temperature: float = 0.0
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, lzma.LZMAError) as error:
         raise PackError(f"{path}: damaged or incomplete corpus pack ({error}); pack it again "
                         "(python -m training corpus-pack)") from None
-    pieces, extra = successors.PIECE_BYTES, manifest["encoding"] == FEATURES36
+    pieces, extra = successors.PIECE_BYTES, stores_extra_planes(manifest["encoding"])
     base_bytes = successors.ROW_BYTES if extra else row_bytes
     own = {STORED_PIECES: (stored, np.uint8, pieces), OTHER_PLANES: (n, np.uint8, base_bytes - pieces),
            EXTRA_PLANES: (n, np.uint8, row_bytes - base_bytes),
