@@ -14,7 +14,7 @@
 # but two (4,000 nodes, 6 random plies, as the October network's own games; needs stockfish.xz in the carry), then
 # trains on those games too for the time left (a later call trains on them without playing again).
 # Back in $OUT: A.pt, B.pt (weights; `python -m training export` makes the ONNX), A-swa.pt and B-swa.pt (the running
-# means, training/swa.py), reports.tar (report.json with the test-set figures of the network, its mean and the
+# means, training/resnet/swa.py), reports.tar (report.json with the test-set figures of the network, its mean and the
 # shipped one, logs, curves) and, after self-play, sfgen.pgn.xz.* (the games).
 # Carry (.carry/): site/chess, sf15-selfplay-eval.pgn.xz, carlsen-classical.pgn.xz, sf15-multipv6-25k.jsonl.xz,
 # and stockfish.xz only with PLAY_MIN (the commands are in docs/gpu-recipe.md).
