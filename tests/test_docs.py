@@ -1,6 +1,7 @@
 """docs/ reads as guides: the pages the README links speak of networks by what they are and of results by subject,
 never by the lab's nicknames or its numbered rounds of work (those live in docs/record/); a figure that the README
-and a guide both state is the same figure in both; and every relative link in docs/ leads somewhere."""
+and a guide both state is the same figure in both; every relative link in docs/ leads somewhere; and every file of
+the repository that the README or a guide quotes (`training/resnet/grow.py`) is there."""
 
 from __future__ import annotations
 
@@ -20,6 +21,12 @@ NICKNAME_SECTION = "## Old names"
 ROUND_WORD = re.compile(r"(?<![\w-])rounds?(?![\w-])(?!\s+robin)", re.IGNORECASE)
 # A figure a guide repeats, between markers: <!-- figure:NAME -->VALUE<!-- /figure -->.
 FIGURE_MARKER = re.compile(r"<!-- figure:([\w-]+) -->(.*?)<!-- /figure -->")
+# A repository file quoted in code: under one of the repository's own folders, with a file extension.
+REPOSITORY_FOLDERS = (".ci", "bin", "docs", "engine", "evaluators", "hackmate_core", "search", "testset", "tests",
+                      "tools", "training", "weights")
+QUOTED_PATH = re.compile(r"(?<![\w./-])((?:%s)/[\w./-]*\.(?:c|h|json|md|onnx|pgn|pt|py|sh|txt|xz))(?![\w-])"
+                         % "|".join(re.escape(folder) for folder in REPOSITORY_FOLDERS))
+CODE_BLOCK = re.compile(r"```.*?```", re.DOTALL)
 
 
 def readme_linked_pages() -> list[Path]:
@@ -188,3 +195,23 @@ def test_the_figure_markers_are_read() -> None:
 def test_every_link_in_docs_resolves(page: Path) -> None:
     broken = broken_links(page)
     assert not broken, f"{page_id(page)}: links that lead nowhere: {broken}"
+
+
+def quoted_paths(text: str) -> list[str]:
+    """The repository paths in ``text``'s code blocks and code spans."""
+    blocks = CODE_BLOCK.findall(text)
+    spans = re.findall(r"`([^`]+)`", CODE_BLOCK.sub(" ", text))
+    return [path for code in blocks + spans for path in QUOTED_PATH.findall(code)]
+
+
+def test_quoted_paths_are_found_in_spans_and_blocks_only() -> None:
+    text = "`training/resnet/grow.py` and `python -m x training/uci/label.py::test_a`\n```sh\nbash bin/test\n" \
+           "python tools/match.py\n```\nprose training/data/shards.py, `runs/x.pt`, `my-training/y.py`"
+    assert quoted_paths(text) == ["tools/match.py", "training/resnet/grow.py", "training/uci/label.py"]
+
+
+@pytest.mark.parametrize("page", [README, *(page for page in docs_pages() if RECORD not in page.parents)],
+                         ids=page_id)
+def test_every_repository_file_a_guide_quotes_is_there(page: Path) -> None:
+    missing = sorted({path for path in quoted_paths(page.read_text()) if not (ROOT / path).exists()})
+    assert not missing, f"{page_id(page)} quotes files that are not in the repository: {missing}"
