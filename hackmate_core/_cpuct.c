@@ -802,7 +802,8 @@ static PyObject *step_tuple(const int steps[8][2]) {
     return tuple;
 }
 
-/* The tables the C repeats from Python, for the test that holds them equal (tests/test_compiled_tables.py). */
+/* The tables the C repeats from Python, for the test that holds them equal
+ * (tests/hackmate_core/test_compiled_tables.py). */
 static PyObject *tables(PyObject *module, PyObject *unused) {
     return Py_BuildValue("{s:N,s:N,s:d,s:N,s:N,s:{s:i,s:i,s:i},s:i,s:i,s:i}",
                          "piece_values", int_tuple(CX_PIECE_VALUES, 7), "mvv", int_tuple(CX_MVV, 7),

@@ -1,5 +1,6 @@
 /* hackmate_core.exchange's tables and move tests on the compiled board, written once for the compiled searches and
- * PUCT's leaves (cab.c, ccsearch.c, cpuct.c); tests/test_compiled_tables.py checks the tables equal to Python's. */
+ * PUCT's leaves (cab.c, ccsearch.c, cpuct.c); tests/hackmate_core/test_compiled_tables.py checks the tables equal to
+ * Python's. */
 #ifndef HACKMATE_CEXCHANGE_H
 #define HACKMATE_CEXCHANGE_H
 

@@ -31,8 +31,8 @@
 #define CP_KING_TAKES_ROOK 1
 #define CP_OWN_QUEEN_SLOT 2
 
-/* The tables the policy slots and tactical gains are made with (tests/test_compiled_tables.py checks them equal to
- * Python's): evaluators.moves.QUEEN_DIRECTIONS and KNIGHT_DELTAS as (rank, file) steps, and
+/* The tables the policy slots and tactical gains are made with (tests/hackmate_core/test_compiled_tables.py checks
+ * them equal to Python's): evaluators.moves.QUEEN_DIRECTIONS and KNIGHT_DELTAS as (rank, file) steps, and
  * evaluators.material.CHECK_BONUS_CP. */
 extern const int CP_QUEEN_DIRECTIONS[8][2];
 extern const int CP_KNIGHT_DELTAS[8][2];
