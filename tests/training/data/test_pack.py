@@ -76,7 +76,7 @@ def test_a_pack_reads_back_as_the_corpus_without_its_keys(packed):
     with zipfile.ZipFile(pack) as archive:
         assert "policy_prob.npy" not in archive.namelist() and "wdl.npy" not in archive.namelist()
         assert "wdl_known.npy" in archive.namelist()
-        assert "planes.npy" not in archive.namelist()  # the planes as training.replay keeps them
+        assert "planes.npy" not in archive.namelist()  # the planes as training.data.successors keeps them
         stored = np.lib.format.read_array(archive.open(f"{corpus_pack.STORED_PIECES}.npy"))
     assert 0 < manifest["replayed"] == manifest["positions"] - len(stored)  # a game's positions after its first
 

@@ -1,4 +1,4 @@
-"""Growing a network into a deeper and wider one that computes the same function (training.grow)."""
+"""Growing a network into a deeper and wider one that computes the same function (training.resnet.grow)."""
 
 from __future__ import annotations
 
