@@ -326,8 +326,8 @@ class PairSampler:
 
     def sample(self, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(first, second, target), packed rows in random order; target: the probability that the first is the
-        better one for White (1 or 0 for won-vs-lost and sibling pairs; a value pair's
-        value_pairs above)."""
+        better one for White (1 or 0 for won-vs-lost and sibling pairs; for a value pair, value_pairs' soft
+        target)."""
         siblings = int(round(count * self.share))
         if self.values is None:
             first, second, label = won_lost_pairs(self.positions, count - siblings, rng)
