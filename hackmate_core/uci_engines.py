@@ -14,6 +14,9 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import chess.engine
 
 GAMES_FOLDER = "/usr/games"
+#: Seconds an engine has to answer `uci` when it starts: python-chess's 10 s ran out for Stockfish on a machine
+#: whose cores were all busy (Ray starting workers beside a training run).
+START_TIMEOUT_S = 60.0
 
 
 class EngineNotFound(LookupError):
@@ -53,7 +56,7 @@ def start_engine(command: Union[str, Sequence[str]], options: Optional[Mapping[s
     options = dict(options or {})
     try:
         words = shlex.split(command) if isinstance(command, str) else list(command)
-        engine = chess.engine.SimpleEngine.popen_uci(words, **popen_args)
+        engine = chess.engine.SimpleEngine.popen_uci(words, timeout=START_TIMEOUT_S, **popen_args)
     except (OSError, chess.engine.EngineError, ValueError) as error:
         raise EngineStartError(f"cannot start the engine {named!r}: {error or type(error).__name__}") from None
     if known_only:
