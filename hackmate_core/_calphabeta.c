@@ -18,7 +18,7 @@
 /* The module's dotted name, which its types' names begin with (binding.h's HB_TYPE). */
 #define HB_MODULE "hackmate_core._calphabeta"
 /* Raised when a method changes, so that hackmate_core.compiled refuses a stale build. */
-#define API_VERSION 1
+#define API_VERSION 2
 /* A table of more slots would not fit in memory anyway; the bound keeps size * entry size in range. */
 #define MAX_SLOTS ((uint64_t)1 << 36)
 #define HISTORY_SIZE (64 * 64)

@@ -25,7 +25,7 @@ from hackmate_core.tree import TreeNode
 PURE_PYTHON_VARIABLE = "HACKMATE_PURE_PYTHON"
 #: The compiled parts, by module name: what each is, and the API_VERSION this code was written against (a build of
 #: older sources is not used).
-EXTENSIONS = {"_cboard": ("the compiled board", 2), "_calphabeta": ("the compiled alpha-beta search", 1),
+EXTENSIONS = {"_cboard": ("the compiled board", 2), "_calphabeta": ("the compiled alpha-beta search", 2),
               "_cpuct": ("the compiled PUCT leaves", 9), "_ccomparison": ("the compiled comparison search", 8)}
 #: Whether the environment asks for the pure-Python path (then its use is no fallback).
 FORCED_PURE_PYTHON = os.environ.get(PURE_PYTHON_VARIABLE, "") not in ("", "0")

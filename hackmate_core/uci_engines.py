@@ -58,7 +58,7 @@ def start_engine(command: Union[str, Sequence[str]], options: Optional[Mapping[s
         words = shlex.split(command) if isinstance(command, str) else list(command)
         engine = chess.engine.SimpleEngine.popen_uci(words, timeout=START_TIMEOUT_S, **popen_args)
     except (OSError, chess.engine.EngineError, ValueError) as error:
-        raise EngineStartError(f"cannot start the engine {named!r}: {error or type(error).__name__}") from None
+        raise EngineStartError(f"cannot start the engine {named!r}: {str(error) or type(error).__name__}") from None
     if known_only:
         options = {name: value for name, value in options.items() if name in engine.options}
     try:

@@ -3,11 +3,13 @@ or refuses an option named by its command; training's start_engine makes the sam
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 
 import pytest
 
+from hackmate_core import uci_engines
 from hackmate_core.uci_engines import EngineStartError, start_engine
 
 #: A UCI engine with one option, Depth (1 to 9), that answers `go` with its Depth in `info` and the move e2e4.
@@ -64,6 +66,14 @@ def test_an_engine_that_cannot_start_or_refuses_a_value_is_named(fake_engine, tm
         start_engine('unclosed "quote')
     with pytest.raises(EngineStartError, match="fake engine.py.* refuses the options {'Depth': 10}"):
         start_engine(shlex.join(fake_engine), {"Depth": 10})
+
+
+def test_an_engine_that_never_answers_uci_is_named_with_the_timeout(monkeypatch):
+    monkeypatch.setattr(uci_engines, "START_TIMEOUT_S", 0.5)
+    silent = [sys.executable, "-c", "import time; time.sleep(5)"]
+    message = f"cannot start the engine {shlex.join(silent)!r}: TimeoutError"
+    with pytest.raises(EngineStartError, match=re.escape(message) + "$"):
+        start_engine(silent)
 
 
 def test_training_names_the_same_failure_a_training_error(tmp_path):
