@@ -130,6 +130,11 @@ class Node(TreeNode):
         return self.value_sum / self.visits if self.visits else 0.0
 
 
+def _tablebase_value(result: int) -> tuple[float, float]:
+    """(value, draw probability) for the side to move of a tablebase result (+1 / 0 / -1)."""
+    return float(result), 1.0 - abs(result)
+
+
 def _compiled_position(board: chess.Board) -> Any:
     """``board``'s position as a hackmate_core._cpuct.Position (ValueError: the compiled board does not take it)."""
     if board.promoted & board.kings:
@@ -318,7 +323,7 @@ class PuctSearch(Search):
         if not root.visits:  # stopped before any leaf came back: the root's own evaluation is the one node
             result = root_moves.tablebase_result
             if result is not None:  # the tables know better than the network
-                root_evaluation = Evaluation(float(result), 1.0 - abs(result))
+                root_evaluation = Evaluation(*_tablebase_value(result))
             elif root_evaluation is None:
                 root_evaluation = self.evaluator.evaluate(board, moves)
             self._settle([root], root_evaluation)
@@ -649,7 +654,7 @@ class PuctSearch(Search):
         if self.tablebase is not None:
             result = self.tablebase.probe_result(board)
             if result is not None:
-                return (float(result), 1.0 - abs(result), UNKNOWN_DISTANCE)
+                return (*_tablebase_value(result), UNKNOWN_DISTANCE)
         if mate_in_one(board, moves) is not None:
             return (1.0, 0.0, 1)
         return None
@@ -663,7 +668,7 @@ class PuctSearch(Search):
         if tablebase is not None and leaf.pieces <= tablebase.max_pieces and not leaf.castling:
             result = tablebase.probe_result(leaf.board())
             if result is not None:
-                return (float(result), 1.0 - abs(result), UNKNOWN_DISTANCE)
+                return (*_tablebase_value(result), UNKNOWN_DISTANCE)
         if leaf.mate_in_one:
             return (1.0, 0.0, 1)
         return None
