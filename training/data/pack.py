@@ -213,9 +213,9 @@ def read(path: Path, encoding: Optional[str] = None, temperature: float = 0.0
             packed_temperature, wdl_model = manifest.get("policy_prob_temperature"), manifest.get("wdl_model")
             if wdl_model not in (None, WDL_MODEL):
                 raise PackError(f"{path}: W/D/L targets of the {wdl_model!r} model, not {WDL_MODEL!r}")
+            extra = stores_extra_planes(manifest["encoding"])
             arrays = {name: decode(name, np.lib.format.read_array(io.BytesIO(pack.read(f"{name}.npy"))))
-                      for name in packed_columns(bool(packed_temperature), bool(wdl_model),
-                                                 stores_extra_planes(manifest["encoding"]))}
+                      for name in packed_columns(bool(packed_temperature), bool(wdl_model), extra)}
             n, entries = manifest["positions"], manifest["entries"]
             stored = n - manifest["replayed"]
             row_bytes = get_encoding(manifest["encoding"]).binary_planes * 8
@@ -230,7 +230,7 @@ def read(path: Path, encoding: Optional[str] = None, temperature: float = 0.0
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, lzma.LZMAError) as error:
         raise PackError(f"{path}: damaged or incomplete corpus pack ({error}); pack it again "
                         "(python -m training corpus-pack)") from None
-    pieces, extra = successors.PIECE_BYTES, stores_extra_planes(manifest["encoding"])
+    pieces = successors.PIECE_BYTES
     base_bytes = successors.ROW_BYTES if extra else row_bytes
     own = {STORED_PIECES: (stored, np.uint8, pieces), OTHER_PLANES: (n, np.uint8, base_bytes - pieces),
            EXTRA_PLANES: (n, np.uint8, row_bytes - base_bytes),
